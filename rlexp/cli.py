@@ -1,0 +1,115 @@
+"""`rlexp <task> [hydra overrides]`: one console entry for every task.
+
+Overrides are checked by composing the config before the task starts, so a misspelled key, a
+wrong type or an unknown option is one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from rlexp.errors import RlexpError
+
+# task -> one-line description (the order is the pipeline's).
+TASKS: dict[str, str] = {
+    "env": "record machine and library facts (checks store, tracking, multirun)",
+    "data": "materialise the sandbox world (benchmarks, preference sources, prompts, corpora)",
+    "train_rm": "train a reward model with TRL's RewardTrainer (epochs, data mix, lineage)",
+    "evaluate": "score a reward model on RewardBench 2 and Personalized RewardBench",
+    "sample": "sample a pool of n completions per prompt from a policy",
+    "bon": "Best-of-N: pool x reward model x gold judge -> BoN@k, oracle@k, gains",
+    "ppo": "PPO (TRL) of a policy against a reward model; gold gain before/after",
+    "correlate": "rank correlations between benchmark scores and downstream gains, figures, report",
+    "study": "the whole grid: train, evaluate, sample, bon, ppo, correlate (resumable)",
+}
+# Commands that are not Hydra apps.
+COMMANDS: dict[str, str] = {
+    "store": "inspect the run store: `rlexp store ls [--task T]`, `rlexp store show ID`",
+    "lineage": "tiny model lineages: `rlexp lineage build [NAME]`, `rlexp lineage ls`",
+}
+
+USAGE = "usage: rlexp <task> [hydra overrides] [-m]   |   rlexp <command> ..."
+
+
+def _help() -> str:
+    lines = [USAGE, "", "tasks (Hydra apps; `rlexp <task> --help` shows their config groups):"]
+    lines += [f"  {name:<10} {desc}" for name, desc in TASKS.items()]
+    lines += ["", "commands:"]
+    lines += [f"  {name:<10} {desc}" for name, desc in COMMANDS.items()]
+    lines += ["", "Equivalent: python -m rlexp.tasks.<task> [overrides]"]
+    return "\n".join(lines)
+
+
+def _fail(msg: str, code: int = 2) -> int:
+    print(f"rlexp: error: {msg}", file=sys.stderr)
+    return code
+
+
+def validate_overrides(task: str, args: list[str]) -> None:
+    """Compose the task's config with ``args`` (first value of each sweep) or raise ConfigError."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from rlexp.config import CONF_DIR
+    from rlexp.errors import ConfigError
+    from rlexp.runtime import one_line
+
+    plain = [a for a in args if not a.startswith("-")]
+    try:
+        parsed = OverridesParser.create().parse_overrides(plain)
+    except Exception as exc:  # Hydra's parser raises its own OverrideParseException
+        raise ConfigError(one_line(exc)) from None
+    overrides: list[str] = []
+    for ov in parsed:
+        key = ov.get_key_element()
+        if key.startswith("hydra") or key.startswith("+hydra"):
+            continue
+        if ov.is_sweep_override():
+            first = next(iter(ov.sweep_string_iterator()), None)
+            if first is None:
+                continue
+            overrides.append(f"{key}={first}")
+        else:
+            overrides.append(ov.input_line)
+    try:
+        with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+            compose(task, overrides=overrides)
+    except Exception as exc:
+        cause = exc.__cause__
+        detail = one_line(exc) + (f" ({one_line(cause)})" if cause is not None else "")
+        raise ConfigError(detail) from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(_help())
+        return 0
+    name, args = argv[0], argv[1:]
+    if name in COMMANDS:
+        module = importlib.import_module(f"rlexp.commands.{name}")
+        try:
+            return int(module.main(args) or 0)
+        except RlexpError as exc:
+            return _fail(str(exc), exc.exit_code)
+    if name not in TASKS:
+        return _fail(f"unknown task {name!r}; tasks: {', '.join(TASKS)}; commands: {', '.join(COMMANDS)}")
+    wants_help = any(a in ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c") for a in args)
+    if not wants_help:
+        try:
+            import rlexp.config  # noqa: F401  (registers schemas)
+
+            module = importlib.import_module(f"rlexp.tasks.{name}")
+            validate_overrides(name, args)
+        except RlexpError as exc:
+            print(f"rlexp {name}: error: {exc}", file=sys.stderr)
+            return exc.exit_code
+    module = importlib.import_module(f"rlexp.tasks.{name}")
+    sys.argv = [f"rlexp {name}", *args]
+    module.main()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

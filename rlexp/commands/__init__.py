@@ -1,0 +1,1 @@
+"""Non-Hydra commands of the `rlexp` CLI."""

@@ -1,0 +1,181 @@
+"""Record schemas: the in-memory records every task exchanges, and the exact on-disk schemas of
+the real datasets (``allenai/reward-bench-2``, ``QiyaoMa/Personalized-RewardBench``).
+
+The sandbox writes files with exactly these arrow schemas, so the loaders cannot tell a sandbox
+file from a real one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+RB2_SUBSETS: tuple[str, ...] = ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties")
+PRB_DOMAINS: tuple[str, ...] = (
+    "Art_and_Entertainment",
+    "Lifestyle_and_Personal_Development",
+    "Society_and_Culture",
+)
+
+# allenai/reward-bench-2, config `default`, split `test` (reference/rewardbench2.md §1).
+RB2_METADATA_TYPE = pa.struct(
+    [
+        ("category", pa.string()),
+        ("correct", pa.string()),
+        ("index", pa.float64()),
+        ("instruction_id_list", pa.list_(pa.string())),
+        ("label", pa.string()),
+        ("method", pa.string()),
+        ("models", pa.list_(pa.string())),
+        ("prompt_norm", pa.string()),
+        ("subcategory", pa.string()),
+        ("valid", pa.float64()),
+    ]
+)
+RB2_ARROW_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("prompt", pa.string()),
+        ("chosen", pa.list_(pa.string())),
+        ("rejected", pa.list_(pa.string())),
+        ("num_correct", pa.int64()),
+        ("num_incorrect", pa.int64()),
+        ("total_completions", pa.int64()),
+        ("models", pa.list_(pa.string())),
+        ("subset", pa.string()),
+        ("additional_metadata", RB2_METADATA_TYPE),
+    ]
+)
+
+# QiyaoMa/Personalized-RewardBench, one config per domain, split `test`
+# (reference/personalized-rewardbench.md §1).
+PROFILE_POST_TYPE = pa.struct([("category", pa.string()), ("id", pa.string()), ("text", pa.string())])
+RUBRIC_ASPECT_TYPE = pa.struct([("aspect", pa.string()), ("evidence", pa.string()), ("reason", pa.string())])
+PRB_ARROW_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("question", pa.string()),
+        ("profile", pa.list_(PROFILE_POST_TYPE)),
+        ("rubric_aspects", pa.list_(RUBRIC_ASPECT_TYPE)),
+        ("narrative", pa.string()),
+        ("category", pa.string()),
+        ("chosen", pa.string()),
+        ("rejected", pa.string()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class ProfilePost:
+    """One earlier post of a user (StackExchange question + description in the real data)."""
+
+    category: str
+    id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class RubricAspect:
+    """One personal rubric aspect. Hidden: only judges may read it, never a reward model."""
+
+    aspect: str
+    evidence: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class UserContext:
+    """What travels with a personalized prompt: the visible profile and the hidden rubric."""
+
+    profile: tuple[ProfilePost, ...] = ()
+    # Hidden fields: only gold judges read them.
+    rubric_aspects: tuple[RubricAspect, ...] = ()
+    narrative: str = ""
+
+
+@dataclass(frozen=True)
+class PreferencePair:
+    """A training preference pair; ``context`` is set for personalized pairs."""
+
+    id: str
+    prompt: str
+    chosen: str
+    rejected: str
+    source: str
+    context: UserContext | None = None
+
+
+@dataclass(frozen=True)
+class RB2Item:
+    """One RewardBench 2 prompt with its completions laid out ``chosen + rejected``."""
+
+    id: str
+    prompt: str
+    chosen: tuple[str, ...]
+    rejected: tuple[str, ...]
+    subset: str
+    models: tuple[str, ...] = ()
+    additional_metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def num_correct(self) -> int:
+        return len(self.chosen)
+
+    @property
+    def total_completions(self) -> int:
+        return len(self.chosen) + len(self.rejected)
+
+
+@dataclass(frozen=True)
+class PRBItem:
+    """One Personalized RewardBench pair; ``domain`` is the dataset config it came from."""
+
+    id: str
+    question: str
+    profile: tuple[ProfilePost, ...]
+    rubric_aspects: tuple[RubricAspect, ...]
+    narrative: str
+    category: str
+    chosen: str
+    rejected: str
+    domain: str
+
+
+@dataclass(frozen=True)
+class PromptItem:
+    """A downstream prompt. ``hidden`` holds what only gold judges may read (answers, aspects)."""
+
+    prompt_id: str
+    prompt: str
+    kind: str  # "personalized" | "general"
+    profile: tuple[ProfilePost, ...] = ()
+    hidden: dict[str, Any] = field(default_factory=dict)
+
+
+# rlexp's own on-disk formats (sandbox output and user-supplied files of the same shape).
+PAIRS_ARROW_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("prompt", pa.string()),
+        ("chosen", pa.string()),
+        ("rejected", pa.string()),
+        ("source", pa.string()),
+        # Personalized pairs carry the user's context; empty lists / "" for general pairs.
+        ("profile", pa.list_(PROFILE_POST_TYPE)),
+        ("rubric_aspects", pa.list_(RUBRIC_ASPECT_TYPE)),
+        ("narrative", pa.string()),
+    ]
+)
+PROMPTS_ARROW_SCHEMA = pa.schema(
+    [
+        ("prompt_id", pa.string()),
+        ("prompt", pa.string()),
+        ("kind", pa.string()),
+        ("profile", pa.list_(PROFILE_POST_TYPE)),
+        # JSON object with judge-only fields (gold answer, constraints, rubric aspects).
+        ("hidden", pa.string()),
+    ]
+)
+SFT_ARROW_SCHEMA = pa.schema([("prompt", pa.string()), ("response", pa.string())])

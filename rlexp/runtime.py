@@ -1,0 +1,171 @@
+"""What every task run shares: environment set-up, the record lifecycle, the Hydra entry point.
+
+A task file defines ``run(cfg) -> Record`` that resolves its inputs, then calls :func:`execute`
+with a body that does the work. ``execute`` computes the record id, skips the work when the record
+exists (unless ``force=true``), opens tracking, and writes the record only after the body
+succeeded, so a crashed or killed run leaves no record.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from omegaconf import DictConfig, OmegaConf
+
+from rlexp.errors import RlexpError
+from rlexp.store import Record, Store, git_commit, library_versions, record_id
+from rlexp.tracking import Tracker, redact, track
+
+log = logging.getLogger("rlexp")
+
+
+def setup_environment(cfg: DictConfig) -> None:
+    """Point every cache inside the project's cache folder and cap threads before heavy imports."""
+    cache = Path(cfg.paths.cache).expanduser()
+    defaults = {
+        "HF_HOME": cache / "huggingface",
+        "TORCH_EXTENSIONS_DIR": cache / "torch_extensions",
+        "TRITON_CACHE_DIR": cache / "triton",
+        "MPLCONFIGDIR": cache / "matplotlib",
+    }
+    for var, path in defaults.items():
+        os.environ.setdefault(var, str(path))
+    # Nothing can be downloaded at run time; fail fast instead of retrying the hub.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    threads = int(cfg.runtime.threads) if "runtime" in cfg else 0
+    if threads > 0:
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(threads)
+
+
+def output_dir(cfg: DictConfig, task: str, rid: str) -> Path:
+    """Hydra's job output folder, or a stable folder when ``run`` is called without Hydra."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if HydraConfig.initialized():
+        return Path(HydraConfig.get().runtime.output_dir)
+    return Path(cfg.paths.output_root) / task / "direct" / rid
+
+
+@dataclass
+class RunContext:
+    """Handed to a task body: where to write, how to log."""
+
+    task: str
+    rid: str
+    cfg: DictConfig
+    store: Store
+    work_dir: Path  # the record's artifact folder in the store (also holds checkpoints)
+    out_dir: Path  # the job's output folder (logs, W&B)
+    tracker: Tracker
+    artifacts: dict[str, str] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def add_artifact(self, name: str, path: Path) -> None:
+        self.artifacts[name] = self.store.relative(path)
+
+    @property
+    def progress(self) -> bool:
+        return bool(self.cfg.get("progress", True)) and sys.stderr.isatty()
+
+
+Body = Callable[[RunContext], Mapping[str, Any]]
+
+
+def execute(task: str, cfg: DictConfig, body: Body, inputs: Mapping[str, str] | None = None) -> Record:
+    """Run ``body`` once per distinct (config, inputs) and return its record."""
+    setup_environment(cfg)
+    store = Store(cfg.paths.store)
+    store.ensure_writable()
+    config = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(config, dict)
+    inputs = dict(inputs or {})
+    rid = record_id(task, config, inputs)
+    if store.exists(task, rid) and not cfg.get("force", False):
+        log.info("%s: record %s exists, skipping (force=true redoes it)", task, rid)
+        return store.get(rid, task)
+
+    out = output_dir(cfg, task, rid)
+    work = store.artifact_dir(task, rid)
+    work.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    group = cfg.logger.get("group") or cfg.get("experiment_name")
+    with track(
+        cfg.logger,
+        out_dir=out,
+        job_type=task,
+        name=f"{task}-{rid}",
+        group=group,
+        tags=list(cfg.get("tags", [])) + [str(cfg.get("experiment_name"))],
+        config={**config, "record_id": rid, "inputs": inputs},
+    ) as tracker:
+        ctx = RunContext(task=task, rid=rid, cfg=cfg, store=store, work_dir=work, out_dir=out, tracker=tracker)
+        metrics = dict(body(ctx))
+        record = Record(
+            id=rid,
+            task=task,
+            config=redact(config),
+            inputs=inputs,
+            metrics=metrics,
+            artifacts=ctx.artifacts,
+            info=ctx.info,
+            started=started,
+            ended=time.time(),
+            git_commit=git_commit(),
+            versions=library_versions(),
+        )
+        tracker.summary(metrics)
+        store.put(record)
+    log.info("%s: wrote record %s", task, rid)
+    return record
+
+
+def report_error(task: str, exc: BaseException) -> None:
+    print(f"rlexp {task}: error: {one_line(exc)}", file=sys.stderr)
+
+
+def one_line(exc: BaseException) -> str:
+    """Collapse an exception message (Hydra/OmegaConf ones are multi-line) into one line."""
+    skip = ("full_key:", "object_type", "reference_type", "To append", "Set the environment variable")
+    parts = [ln.strip() for ln in str(exc).splitlines() if ln.strip() and not ln.strip().startswith(skip)]
+    return " ".join(parts) or type(exc).__name__
+
+
+def hydra_entry(task: str, run: Callable[[DictConfig], Any]) -> Callable[[], None]:
+    """The ``@hydra.main`` entry of a task: user errors become one line and exit code 2.
+
+    In a multirun a failed job is reported and the sweep goes on with the other jobs.
+    """
+    import hydra
+
+    from rlexp.config import CONF_DIR
+
+    @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=task)
+    def _main(cfg: DictConfig) -> Any:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        logging.basicConfig(level=logging.INFO, format="[%(name)s] %(message)s")
+        multirun = HydraConfig.get().mode == RunMode.MULTIRUN
+        try:
+            record = run(cfg)
+            return record.id if isinstance(record, Record) else record
+        except RlexpError as exc:
+            report_error(task, exc)
+            if multirun:
+                out = Path(HydraConfig.get().runtime.output_dir)
+                out.mkdir(parents=True, exist_ok=True)
+                (out / "error.txt").write_text(one_line(exc) + "\n")
+                return None
+            sys.exit(exc.exit_code)
+
+    return _main

@@ -1,0 +1,189 @@
+"""The run store: one JSON record per task run, content-addressed, written atomically.
+
+Layout under ``paths.store``::
+
+    records/<task>/<id>.json      the record (exists only for a finished run)
+    artifacts/<task>/<id>/...     files the run produced (checkpoints, parquet, models)
+
+A record id is a hash of what determines the result: the task, its config minus keys that have
+no effect on the result (paths, logging, progress bars, ...), and the ids of its inputs. The same
+config in another process or on another machine gives the same id, so re-running finds the
+record and skips the work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from rlexp.errors import StoreError
+
+SCHEMA_VERSION = 1
+
+# Top-level config keys that never change a result. Everything else is hashed.
+NO_EFFECT_KEYS: frozenset[str] = frozenset(
+    {"paths", "logger", "force", "tags", "experiment_name", "progress", "runtime", "hydra", "study"}
+)
+
+
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys and no whitespace: the same value gives the same bytes everywhere."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+
+
+def content_hash(obj: Any, length: int = 16) -> str:
+    """Short sha256 of the canonical JSON of ``obj``."""
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:length]
+
+
+def result_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a resolved task config that determines its result."""
+    return {k: v for k, v in config.items() if k not in NO_EFFECT_KEYS}
+
+
+def record_id(task: str, config: Mapping[str, Any], inputs: Mapping[str, str] | None = None) -> str:
+    """Content hash of task + result-bearing config + input record ids."""
+    return content_hash({"task": task, "config": result_config(config), "inputs": dict(inputs or {})})
+
+
+@dataclass
+class Record:
+    """What a finished task run leaves behind. Paths in ``artifacts`` are relative to the store."""
+
+    id: str
+    task: str
+    config: dict[str, Any]
+    inputs: dict[str, str] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    artifacts: dict[str, str] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    started: float = 0.0
+    ended: float = 0.0
+    git_commit: str | None = None
+    versions: dict[str, str] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True, default=str)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Record:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+class Store:
+    """A directory of records and artifacts. Safe for concurrent writers (atomic renames)."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root).expanduser().resolve()
+
+    def ensure_writable(self) -> None:
+        """Create the store or fail with one line naming the path."""
+        try:
+            (self.root / "records").mkdir(parents=True, exist_ok=True)
+            probe = tempfile.NamedTemporaryFile(dir=self.root, prefix=".probe-", delete=True)
+            probe.close()
+        except OSError as exc:
+            raise StoreError(f"store path {self.root} is not writable ({exc.strerror or exc})") from None
+
+    def record_path(self, task: str, rid: str) -> Path:
+        return self.root / "records" / task / f"{rid}.json"
+
+    def artifact_dir(self, task: str, rid: str) -> Path:
+        return self.root / "artifacts" / task / rid
+
+    def exists(self, task: str, rid: str) -> bool:
+        return self.record_path(task, rid).is_file()
+
+    def get(self, rid: str, task: str | None = None) -> Record:
+        """Load a record by id (optionally restricted to a task); a missing id is a StoreError."""
+        if task is not None:
+            path = self.record_path(task, rid)
+            if path.is_file():
+                return Record.from_dict(json.loads(path.read_text()))
+        else:
+            for path in (self.root / "records").glob(f"*/{rid}.json"):
+                return Record.from_dict(json.loads(path.read_text()))
+        where = f"task {task!r}" if task else "any task"
+        raise StoreError(f"no record {rid!r} for {where} in store {self.root}")
+
+    def find(self, rid_or_prefix: str) -> Record | None:
+        """A record whose id is ``rid_or_prefix`` or starts with it (unique), else None."""
+        matches = list((self.root / "records").glob(f"*/{rid_or_prefix}*.json"))
+        if len(matches) == 1:
+            return Record.from_dict(json.loads(matches[0].read_text()))
+        return None
+
+    def put(self, record: Record) -> Path:
+        """Write a record atomically: temporary file in the same directory, fsync, rename."""
+        path = self.record_path(record.task, record.id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{record.id}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(record.to_json())
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    def records(self, task: str | None = None) -> Iterator[Record]:
+        """All finished records (of one task), oldest first. Unreadable files are skipped."""
+        pattern = f"{task}/*.json" if task else "*/*.json"
+        paths = sorted((self.root / "records").glob(pattern), key=lambda p: p.stat().st_mtime)
+        for path in paths:
+            try:
+                yield Record.from_dict(json.loads(path.read_text()))
+            except (OSError, json.JSONDecodeError):
+                continue
+
+    def resolve(self, rel: str) -> Path:
+        """Absolute path of an artifact path stored relative to the store root."""
+        return self.root / rel
+
+    def relative(self, path: Path) -> str:
+        return str(Path(path).resolve().relative_to(self.root))
+
+
+def git_commit() -> str | None:
+    """The commit of the rlexp checkout, if it is one."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+        return out.stdout.strip() or None if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries that decide results; read from metadata, no heavy imports."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for name in ("rlexp", "torch", "transformers", "trl", "peft", "deepspeed", "datasets", "hydra-core"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+def now() -> float:
+    return time.time()

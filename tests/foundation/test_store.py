@@ -1,0 +1,103 @@
+"""Run store: ids are stable content hashes; writes are atomic under concurrency and SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from rlexp.store import Record, Store, record_id
+
+CFG = {"seed": 1, "trainer": {"epochs": 2, "lr": 3e-6}, "paths": {"store": "/a"}, "logger": {"kind": "wandb"}}
+
+
+def test_same_config_same_id_across_processes() -> None:
+    code = "import json,sys; from rlexp.store import record_id; print(record_id('t', json.loads(sys.argv[1]), {'data': 'x'}))"
+    ids = {
+        subprocess.run([sys.executable, "-c", code, json.dumps(CFG)], capture_output=True, text=True, check=True).stdout.strip()
+        for _ in range(2)
+    }
+    assert ids == {record_id("t", CFG, {"data": "x"})}
+
+
+def test_result_key_changes_id_path_and_logging_do_not() -> None:
+    base = record_id("t", CFG)
+    assert record_id("t", {**CFG, "seed": 2}) != base
+    assert record_id("t", {**CFG, "trainer": {"epochs": 3, "lr": 3e-6}}) != base
+    assert record_id("t", CFG, {"data": "y"}) != base
+    assert record_id("t2", CFG) != base
+    assert record_id("t", {**CFG, "paths": {"store": "/elsewhere"}}) == base
+    assert record_id("t", {**CFG, "logger": {"kind": "none"}}) == base
+    assert record_id("t", {**CFG, "tags": ["x"], "force": True, "progress": False}) == base
+
+
+def _writer_script(store: Path, n: int, tag: str) -> str:
+    return textwrap.dedent(
+        f"""
+        from rlexp.store import Record, Store
+        s = Store({str(store)!r})
+        for i in range({n}):
+            s.put(Record(id=f"{tag}-{{i}}", task="t", config={{"blob": "x" * 200000, "i": i}}, metrics={{"i": i}}))
+        """
+    )
+
+
+def test_concurrent_writers_lose_nothing(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    procs = [subprocess.Popen([sys.executable, "-c", _writer_script(store, 15, f"w{j}")]) for j in range(4)]
+    # Two writers also race on the same ids: the last rename wins, the file is always whole.
+    procs += [subprocess.Popen([sys.executable, "-c", _writer_script(store, 15, "shared")]) for _ in range(2)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    files = sorted((store / "records" / "t").glob("*.json"))
+    assert len(files) == 4 * 15 + 15
+    for f in files:
+        data = json.loads(f.read_text())
+        assert data["config"]["blob"] == "x" * 200000
+    assert not list((store / "records" / "t").glob(".*.tmp"))
+
+
+def test_sigkill_mid_write_leaves_no_record(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    # A record big enough that writing it takes a while; kill the writer while it writes.
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        from rlexp.store import Record, Store
+        s = Store({str(store)!r})
+        class Slow(dict):
+            pass
+        rec = Record(id="big", task="t", config={{"blob": ["y" * 1000] * 200000}})
+        orig = rec.to_json
+        def slow_json():
+            print("writing", flush=True)
+            time.sleep(30)
+            return orig()
+        rec.to_json = slow_json
+        s.put(rec)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "writing"
+    time.sleep(0.3)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    s = Store(store)
+    assert not s.exists("t", "big")
+    assert list(s.records("t")) == []
+    # The next run writes it.
+    s.put(Record(id="big", task="t", config={"ok": True}))
+    assert s.get("big", "t").config == {"ok": True}
+
+
+def test_get_missing_record_is_store_error(tmp_path: Path) -> None:
+    import pytest
+
+    from rlexp.errors import StoreError
+
+    with pytest.raises(StoreError, match="no record 'zzz'"):
+        Store(tmp_path).get("zzz")
