@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
@@ -41,14 +41,22 @@ class LoggerConfig:
     kind: str = "none"  # wandb | none
     mode: str = "offline"  # offline | online | disabled
     project: str = "rlexp"
-    entity: Optional[str] = None
-    group: Optional[str] = None
+    entity: str | None = None
+    group: str | None = None
 
 
 @dataclass
 class RuntimeConfig:
     threads: int = 0  # torch threads per job; 0 = leave torch's default
     device: str = "auto"  # auto | cpu | cuda
+
+
+@dataclass
+class SandboxConfig:
+    """Which sandbox world a task reads (the `data` task materialises it)."""
+
+    seed: int = 0
+    difficulty: float = 0.5
 
 
 @dataclass
@@ -65,6 +73,7 @@ class TaskBase:
     logger: LoggerConfig = field(default_factory=LoggerConfig)
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
     study: Any = None
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
 
 @dataclass
@@ -74,20 +83,286 @@ class EnvConfig(TaskBase):
 
 
 @dataclass
-class SandboxConfig:
-    seed: int = 0
-    difficulty: float = 0.5
+class DataConfig(TaskBase):
+    task_name: str = "data"
 
 
 @dataclass
-class DataConfig(TaskBase):
-    task_name: str = "data"
-    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+class TinyConfig:
+    """A tiny lineage built locally (see rlexp.models.tiny.TinySpec)."""
+
+    arch: str = "llama"
+    chat_format: str = "llama"
+    vocab_size: int = 2048
+    hidden_size: int = 128
+    num_layers: int = 2
+    num_heads: int = 4
+    intermediate_size: int = 352
+    max_position: int = 1024
+    corpus: str = "a"
+    pretrain_epochs: float = 2.0
+    sft_epochs: float = 2.0
+    lr: float = 2e-3
+    batch_size: int = 32
+    max_length: int = 256
+    seed: int = 0
+
+
+@dataclass
+class ModelConfig:
+    """A lineage and a checkpoint of it: a tiny one (``tiny``) or a hub id / folder (``name_or_path``)."""
+
+    name: str = "tiny_llama"
+    lineage: str = "tiny_llama"
+    checkpoint: str = "instruct"  # base | instruct
+    name_or_path: str | None = None
+    trust_remote_code: bool = False
+    tiny: TinyConfig | None = None
+
+
+@dataclass
+class MixConfig:
+    """A preference-data mix: source name -> sandbox source / local file / hub id, with weights."""
+
+    name: str = "general"
+    sources: dict[str, str] = field(default_factory=lambda: {"general": "sandbox:general"})
+    weights: dict[str, float] | None = None
+    max_rows: int | None = None
+
+
+@dataclass
+class ProfileConfig:
+    """How a user profile reaches a scorer: none | raw | planner (same code everywhere)."""
+
+    mode: str = "none"
+    k: int = 10
+    separator: str = "\n\n"
+    planner: str = "sandbox"  # sandbox | lm
+
+
+@dataclass
+class RewardTrainerConfig:
+    """rlexp-owned settings of TRL's RewardTrainer; ``extra`` passes anything else to RewardConfig."""
+
+    epochs: float = 1.0
+    learning_rate: float = 1e-3
+    batch_size: int = 16
+    grad_accum: int = 1
+    max_length: int = 512
+    lr_scheduler: str = "linear"
+    warmup_ratio: float = 0.05
+    weight_decay: float = 0.0
+    save_steps: int = 50
+    logging_steps: int = 10
+    bf16: str = "auto"  # auto (bf16 on GPU only) | true | false
+    gradient_checkpointing: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PeftConfig:
+    enabled: bool = False
+    r: int = 8
+    alpha: int = 16
+    dropout: float = 0.0
+    target_modules: list[str] | None = None
+
+
+@dataclass
+class DeepSpeedConfig:
+    name: str = "none"
+    config: dict[str, Any] | None = None
+
+
+@dataclass
+class TrainRMConfig(TaskBase):
+    task_name: str = "train_rm"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: MixConfig = field(default_factory=MixConfig)
+    trainer: RewardTrainerConfig = field(default_factory=RewardTrainerConfig)
+    peft: PeftConfig = field(default_factory=PeftConfig)
+    deepspeed: DeepSpeedConfig = field(default_factory=DeepSpeedConfig)
+    profile: ProfileConfig = field(default_factory=ProfileConfig)
+    heldout_fraction: float = 0.1
+    max_dropped_share: float = 0.05
+
+
+@dataclass
+class ScorerConfig:
+    """How a reward model reads its inputs; all of it is recorded with the scores."""
+
+    kind: str = "seq_cls"  # seq_cls | generative
+    max_length: int = 2048
+    truncation_side: str = "right"
+    batch_size: int = 32
+    dtype: str = "auto"
+    device: str = "auto"
+    sort_by_length: bool = True
+    fallback_template: str = "tulu"
+    trust_remote_code: bool = False
+    judge_mode: str = "ratings"  # generative judges on RB2: ratings | rankings
+
+
+@dataclass
+class RB2Benchmark:
+    source: str = "sandbox:rb2"
+    subsets: list[str] | None = None
+    limit: int | None = None
+    ties_version: str = "0.1.4"
+
+
+@dataclass
+class PRBBenchmark:
+    source: str = "sandbox:prb"
+    domains: list[str] | None = None
+    limit: int | None = None
+
+
+@dataclass
+class BenchmarkConfig:
+    name: str = "both"
+    rb2: RB2Benchmark | None = None
+    prb: PRBBenchmark | None = None
+
+
+@dataclass
+class EvaluateConfig(TaskBase):
+    task_name: str = "evaluate"
+    rm: str = "???"
+    benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+    scorer: ScorerConfig = field(default_factory=ScorerConfig)
+    profile: ProfileConfig = field(default_factory=ProfileConfig)
+
+
+@dataclass
+class PromptsConfig:
+    """A downstream prompt set: ``eval`` for measuring, ``train`` for PPO (disjoint)."""
+
+    name: str = "personalized"
+    source: str = "sandbox:prompts/personalized"
+    split: str = "eval"
+    train_split: str = "train"
+    limit: int | None = None
+
+
+@dataclass
+class SamplingConfig:
+    n: int = 16
+    temperature: float = 1.0
+    top_p: float = 0.9
+    max_new_tokens: int = 64
+    batch_prompts: int = 8
+    chunk_prompts: int = 32
+    profile_k: int = 10
+    backend: str = "hf"  # hf | vllm (GPU only)
+
+
+@dataclass
+class SampleConfig(TaskBase):
+    task_name: str = "sample"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    policy: str | None = None  # a ppo record id / folder / hub id instead of the lineage's checkpoint
+    prompts: PromptsConfig = field(default_factory=PromptsConfig)
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+
+
+@dataclass
+class JudgeConfig:
+    """The gold judge: auto (rubric for personalized, verifier for general), rubric, verifier, rm, llm."""
+
+    name: str = "auto"
+    rm: str | None = None  # for name=rm: an RM used as gold
+    model: str | None = None  # for name=llm: a causal LM folder / hub id / lineage name
+    variant: str = "lampqa"  # llm: lampqa (per aspect, /2) | prb (list, 0-2)
+
+
+@dataclass
+class BonConfig(SampleConfig):
+    task_name: str = "bon"
+    rm: str = "???"
+    scorer: ScorerConfig = field(default_factory=ScorerConfig)
+    profile: ProfileConfig = field(default_factory=ProfileConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    ks: list[int] | None = None
+    n_boot: int = 1000
+
+
+@dataclass
+class PPOSettings:
+    """TRL PPO settings rlexp owns (CPU-safe defaults); ``extra`` passes anything else to PPOConfig."""
+
+    learning_rate: float = 3e-5
+    total_episodes: int = 256
+    per_device_train_batch_size: int = 8
+    gradient_accumulation_steps: int = 1
+    num_mini_batches: int = 1
+    num_ppo_epochs: int = 4
+    response_length: int = 48
+    temperature: float = 0.7
+    kl_coef: float = 0.05
+    cliprange: float = 0.2
+    vf_coef: float = 0.1
+    cliprange_value: float = 0.2
+    lam: float = 0.95
+    gamma: float = 1.0
+    missing_eos_penalty: float | None = 1.0
+    local_rollout_forward_batch_size: int = 8
+    save_steps: int = 0  # 0: no intermediate checkpoints
+    logging_steps: int = 1
+    bf16: str = "auto"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PPOConfig(SampleConfig):
+    task_name: str = "ppo"
+    rm: str = "???"  # train_rm record id | folder | hub id | judge:rubric | judge:verifier
+    algorithm: str = "ppo"  # ppo | grpo | rloo
+    value_init: str = "auto"  # auto (the RM if same lineage, else the policy) | rm | policy
+    reward_scale: float = 1.0
+    trainer: PPOSettings = field(default_factory=PPOSettings)
+    peft: PeftConfig = field(default_factory=PeftConfig)
+    deepspeed: DeepSpeedConfig = field(default_factory=DeepSpeedConfig)
+    scorer: ScorerConfig = field(default_factory=ScorerConfig)
+    profile: ProfileConfig = field(default_factory=ProfileConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    n_boot: int = 1000
+
+
+@dataclass
+class CorrelateNDCGConfig:
+    """NDCG variants reported by `correlate`: every relevance x gain, at ``cutoff`` (null = all RMs)."""
+
+    relevance: list[str] = field(default_factory=lambda: ["rank", "minmax", "raw"])
+    gain: list[str] = field(default_factory=lambda: ["linear"])
+    cutoff: int | None = None
+
+
+@dataclass
+class CorrelateConfig(TaskBase):
+    """`correlate`: which records to read (records | rms | select_experiment) and how to correlate them."""
+
+    task_name: str = "correlate"
+    records: list[str] | None = None  # explicit record ids (any task)
+    rms: list[str] | None = None  # every evaluate/bon/ppo record of these RMs
+    select_experiment: str | None = None  # null: experiment_name (when neither records nor rms)
+    k: int | None = None  # BoN k of the gain columns; null = the largest available
+    profile_modes: list[str] | None = None  # PRB profile modes to tabulate; null = all found
+    n_boot: int = 1000
+    boot_subsets: bool = False  # bootstrap CIs for RB2 subset / PRB domain columns too (slow)
+    ndcg: CorrelateNDCGConfig = field(default_factory=CorrelateNDCGConfig)
+    alpha: float = 0.05
 
 
 SCHEMAS: dict[str, type] = {
     "env": EnvConfig,
     "data": DataConfig,
+    "train_rm": TrainRMConfig,
+    "evaluate": EvaluateConfig,
+    "sample": SampleConfig,
+    "bon": BonConfig,
+    "ppo": PPOConfig,
+    "correlate": CorrelateConfig,
 }
 
 

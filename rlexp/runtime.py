@@ -12,9 +12,10 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -48,10 +49,11 @@ def setup_environment(cfg: DictConfig) -> None:
 
 
 def output_dir(cfg: DictConfig, task: str, rid: str) -> Path:
-    """Hydra's job output folder, or a stable folder when ``run`` is called without Hydra."""
+    """Hydra's job folder for the job's own task; a stable per-record folder for a task run
+    on behalf of another one (an input built on first use, a study step) or without Hydra."""
     from hydra.core.hydra_config import HydraConfig
 
-    if HydraConfig.initialized():
+    if HydraConfig.initialized() and HydraConfig.get().job.config_name == task:
         return Path(HydraConfig.get().runtime.output_dir)
     return Path(cfg.paths.output_root) / task / "direct" / rid
 
@@ -127,6 +129,22 @@ def execute(task: str, cfg: DictConfig, body: Body, inputs: Mapping[str, str] | 
         store.put(record)
     log.info("%s: wrote record %s", task, rid)
     return record
+
+
+def compose_task(task: str, overrides: list[str]) -> DictConfig:
+    """A task's config, composed like `rlexp <task> overrides` would."""
+    import importlib
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from rlexp.config import CONF_DIR
+
+    importlib.import_module(f"rlexp.tasks.{task}")
+    if GlobalHydra.instance().is_initialized():
+        return compose(task, overrides=overrides)
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        return compose(task, overrides=overrides)
 
 
 def report_error(task: str, exc: BaseException) -> None:

@@ -20,9 +20,10 @@ import platform
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from rlexp.errors import StoreError
 

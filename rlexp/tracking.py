@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 _SECRET = re.compile(r"(api[_-]?key|token|secret|password|passwd|credential)", re.IGNORECASE)
 REDACTED = "***"

@@ -32,3 +32,50 @@ def env_with(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(extra)
     return env
+
+
+# ---------------------------------------------------------------------------------------------
+# A shared world for the pipeline tests: one sandbox, both tiny lineages and a few reward models,
+# built once per test session in one store (every later use is a cache hit, as for a user).
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def world_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("world")
+
+
+@pytest.fixture
+def world(world_root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Use the session's shared store (RLEXP_ROOT) in this test."""
+    monkeypatch.setenv("RLEXP_ROOT", str(world_root))
+    return world_root
+
+
+def compose(task: str, *overrides: str):
+    """A task config as `rlexp <task> overrides` composes it (logger off, no progress bars)."""
+    from rlexp.runtime import compose_task
+
+    return compose_task(task, ["logger=none", "progress=false", *overrides])
+
+
+@pytest.fixture(scope="session")
+def rms(world_root: Path) -> dict[str, str]:
+    """Reward models every pipeline test shares: name -> train_rm record id."""
+    old = os.environ.get("RLEXP_ROOT")
+    os.environ["RLEXP_ROOT"] = str(world_root)
+    try:
+        from rlexp.tasks import train_rm
+
+        specs = {
+            "llama_general": ["model=tiny_llama", "data=general"],
+            "llama_flipped": ["model=tiny_llama", "data=flipped"],
+            "llama_personal": ["model=tiny_llama", "data=personal", "profile=planner"],
+            "qwen_general": ["model=tiny_qwen", "data=general"],
+        }
+        return {name: train_rm.run(compose("train_rm", *ov)).id for name, ov in specs.items()}
+    finally:
+        if old is None:
+            os.environ.pop("RLEXP_ROOT", None)
+        else:
+            os.environ["RLEXP_ROOT"] = old

@@ -1,0 +1,60 @@
+"""Best-of-N for 8 reward models on one pool, against (a) one generation plus 8 scorings done by
+hand (target: within 10%) and (b) the naive plan that samples a fresh pool for every RM (ratio).
+
+    python benchmarks/bon_reuse.py
+"""
+
+from __future__ import annotations
+
+import time
+
+from _common import compose, use_root
+
+N_RMS = 8
+SMALL = ["prompts.limit=48", "sampling.n=16", "n_boot=200"]
+
+
+def main() -> None:
+    use_root("bon")
+    from rlexp.tasks import bon, sample, train_rm
+
+    rms = [train_rm.run(compose("train_rm", "model=tiny_llama", "data=general", "data.max_rows=300", f"seed={s}")).id
+           for s in range(N_RMS)]
+    run_seed = int(time.time()) % 100000  # fresh pools and scores every run
+
+    # rlexp: one pool, 8 RMs (pool sampled once, each RM scores it once).
+    t0 = time.perf_counter()
+    for rid in rms:
+        bon.run(compose("bon", f"rm={rid}", "prompts=general", f"seed={run_seed}", *SMALL))
+    t_rlexp = time.perf_counter() - t0
+
+    # By hand: generate once, score 8 times (the lower bound of any plan).
+    from rlexp.scoring.base import ScoreInput
+    from rlexp.scoring.resolve import resolve_rm, reward_scorer
+    from rlexp.store import Store
+
+    t0 = time.perf_counter()
+    cfg = compose("sample", "prompts=general", f"seed={run_seed + 1}", "prompts.limit=48", "sampling.n=16")
+    pool = sample.run(cfg)
+    import pyarrow.parquet as pq
+
+    store = Store(cfg.paths.store)
+    texts = pq.read_table(store.resolve(pool.artifacts["pool"])).column("text").to_pylist()
+    bcfg = compose("bon", "rm=x")
+    for rid in rms:
+        reward_scorer(resolve_rm(rid, store), bcfg.scorer, bcfg.profile).score([ScoreInput("q", t) for t in texts])
+    t_hand = time.perf_counter() - t0
+
+    # Naive: a fresh pool for every RM.
+    t0 = time.perf_counter()
+    for i, rid in enumerate(rms):
+        bon.run(compose("bon", f"rm={rid}", "prompts=general", f"seed={run_seed + 100 + i}", *SMALL))
+    t_naive = time.perf_counter() - t0
+
+    print(f"bon, {N_RMS} RMs on one pool        : {t_rlexp:6.1f}s")
+    print(f"generation once + {N_RMS} scorings   : {t_hand:6.1f}s  (rlexp / hand = {t_rlexp / t_hand:.2f}, target <= 1.10)")
+    print(f"naive, a pool per RM              : {t_naive:6.1f}s  (naive / rlexp = {t_naive / t_rlexp:.2f}x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""Scoring the full sandbox RewardBench 2 with a ~20M-parameter sequence-classification RM, two ways
+in one process: rlexp's scorer (length-sorted batches) and a reference-style loop (fixed batches
+of 8 in file order, no sorting). Prints items/s, their ratio, padding shares and the largest score
+difference. Targets: ratio >= 2.0, difference <= 1e-5.
+
+    python benchmarks/scoring_speed.py
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from _common import compose, use_root
+
+
+def main() -> None:
+    use_root("scoring")
+    import torch
+    from transformers import AutoModelForSequenceClassification, LlamaConfig
+
+    from rlexp.benchmarks.rewardbench2_math import unroll
+    from rlexp.data.loaders import load_rb2
+    from rlexp.models.lineages import resolve_lineage
+    from rlexp.models.loading import load_tokenizer
+    from rlexp.scoring.base import ScoreInput
+    from rlexp.scoring.reward_model import RewardModelScorer, ScorerSettings
+    from rlexp.tasks.data import resolve_ref
+
+    cfg = compose("evaluate", "rm=x")
+    items = load_rb2(resolve_ref("sandbox:rb2", cfg)[0])
+    texts, index = unroll(items)
+    inputs = [ScoreInput(items[i].prompt, t) for t, (i, _) in zip(texts, index)]
+    tok = load_tokenizer(resolve_lineage(compose("train_rm", "model=tiny_llama")).base, padding_side="right")
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tok), hidden_size=512, intermediate_size=1376, num_hidden_layers=6,
+                         num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=2048,
+                         num_labels=1, pad_token_id=tok.pad_token_id)
+    model = AutoModelForSequenceClassification.from_config(config).eval()
+    params = sum(p.numel() for p in model.parameters())
+
+    scorer = RewardModelScorer(model, tok, ScorerSettings(batch_size=32, max_length=2048))
+    rendered = [scorer.render(x) for x in inputs]
+    lengths = np.array([len(ids) for ids in scorer.encode(rendered)])
+
+    def padding_share(batches: list[np.ndarray]) -> float:
+        padded = sum(len(b) * lengths[b].max() for b in batches)
+        return 1.0 - lengths.sum() / padded
+
+    t0 = time.perf_counter()
+    fast = scorer.score(inputs)
+    t_fast = time.perf_counter() - t0
+    order = np.argsort(lengths, kind="stable")
+    fast_pad = padding_share([order[i : i + 32] for i in range(0, len(order), 32)])
+
+    # Reference-style: a plain loop over fixed batches of 8 in file order, tokenizer padding.
+    t0 = time.perf_counter()
+    ref = np.empty(len(rendered))
+    with torch.inference_mode():
+        for start in range(0, len(rendered), 8):
+            enc = tok(rendered[start : start + 8], return_tensors="pt", padding=True, truncation=True, max_length=2048)
+            ref[start : start + 8] = model(**enc).logits[:, 0].float().numpy()
+    t_ref = time.perf_counter() - t0
+    ref_pad = padding_share([np.arange(i, min(i + 8, len(rendered))) for i in range(0, len(rendered), 8)])
+
+    print(f"RM parameters: {params / 1e6:.1f}M; completions: {len(inputs)}; torch threads: {torch.get_num_threads()}")
+    print(f"rlexp scorer     : {len(inputs) / t_fast:8.1f} items/s  padding share {fast_pad:.3f}")
+    print(f"reference loop   : {len(inputs) / t_ref:8.1f} items/s  padding share {ref_pad:.3f}")
+    print(f"speed ratio      : {t_ref / t_fast:.2f}x (target >= 2.0)")
+    print(f"max |difference| : {np.max(np.abs(fast - ref)):.2e} (target <= 1e-5)")
+
+
+if __name__ == "__main__":
+    main()

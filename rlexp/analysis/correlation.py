@@ -1,0 +1,371 @@
+"""How well a benchmark ranking of reward models predicts their downstream ranking.
+
+Items are reward models: ``benchmark[i]`` is RM i's benchmark score and ``downstream[i]`` its
+downstream score (e.g. BoN or PPO judge score). Provides Spearman, Kendall tau-b and Pearson
+(wrapping :mod:`scipy.stats`), NDCG as recommended in the PRB reference §8, and bootstrap CIs that
+resample either RMs (:func:`correlate`) or prompts (:func:`bootstrap_prompts`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from rlexp.errors import ConfigError, DataError
+
+RELEVANCES: tuple[str, ...] = ("rank", "minmax", "raw")
+GAINS: tuple[str, ...] = ("linear", "exp2")
+CORRELATION_METHODS: tuple[str, ...] = ("spearman", "kendall", "pearson")
+#: Every NDCG variant: the PRB reference leaves relevance and gain open, so report them all.
+DEFAULT_NDCG_VARIANTS: tuple[tuple[str, str], ...] = tuple((r, g) for r in RELEVANCES for g in GAINS)
+#: Fewest items for which a correlation coefficient is reported.
+MIN_ITEMS = 3
+
+
+@dataclass
+class Corr:
+    """One agreement statistic between benchmark and downstream scores.
+
+    ``value``/``pvalue`` are None when the statistic is undefined, with the reason in ``note``
+    (``pvalue`` is always None for NDCG). ``ci_low``/``ci_high`` hold a bootstrap CI when one was
+    computed. Iterating yields ``(value, pvalue)``, so ``stat, p = spearman(x, y)`` works.
+    """
+
+    name: str
+    value: float | None
+    pvalue: float | None
+    n: int
+    note: str | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+    def __iter__(self) -> Iterator[float | None]:
+        return iter((self.value, self.pvalue))
+
+
+def _vector(values: Any, name: str) -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1:
+        raise DataError(f"{name} must be a 1-D sequence of scores, got shape {arr.shape}")
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise DataError(f"{name}: non-finite score at item {int(bad[0])}")
+    return arr
+
+
+def _pair(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    xa, ya = _vector(x, "benchmark"), _vector(y, "downstream")
+    if xa.size != ya.size:
+        raise DataError(f"benchmark has {xa.size} items but downstream has {ya.size}")
+    return xa, ya
+
+
+def _undefined_reason(x: np.ndarray, y: np.ndarray) -> str | None:
+    if x.size < MIN_ITEMS:
+        return f"fewer than {MIN_ITEMS} items (n={x.size})"
+    if np.all(x == x[0]):
+        return "constant benchmark scores"
+    if np.all(y == y[0]):
+        return "constant downstream scores"
+    return None
+
+
+def _scipy_corr(name: str, x: Any, y: Any) -> Corr:
+    xa, ya = _pair(x, y)
+    reason = _undefined_reason(xa, ya)
+    if reason is not None:
+        return Corr(name, None, None, int(xa.size), note=reason)
+    if name == "spearman":
+        result = stats.spearmanr(xa, ya)
+    elif name == "kendall":
+        result = stats.kendalltau(xa, ya, variant="b")
+    else:
+        result = stats.pearsonr(xa, ya)
+    value, pvalue = float(result.statistic), float(result.pvalue)
+    if math.isnan(value):
+        return Corr(name, None, None, int(xa.size), note="scipy returned NaN")
+    return Corr(name, value, None if math.isnan(pvalue) else pvalue, int(xa.size))
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> Corr:
+    """Spearman rho and its p-value (``scipy.stats.spearmanr``); undefined below 3 points or for constant input."""
+    return _scipy_corr("spearman", x, y)
+
+
+def kendall(x: Sequence[float], y: Sequence[float]) -> Corr:
+    """Kendall tau-b and its p-value (``scipy.stats.kendalltau``); undefined below 3 points or for constant input."""
+    return _scipy_corr("kendall", x, y)
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> Corr:
+    """Pearson r and its p-value (``scipy.stats.pearsonr``); undefined below 3 points or for constant input."""
+    return _scipy_corr("pearson", x, y)
+
+
+# --------------------------------------------------------------------------------------------
+# NDCG
+# --------------------------------------------------------------------------------------------
+
+
+def _relevance(downstream: np.ndarray, relevance: str) -> np.ndarray | None:
+    if relevance == "rank":
+        # rank 1 = best; tied downstream scores share their average rank.
+        down_rank = stats.rankdata(-downstream, method="average")
+        return downstream.size - down_rank
+    if relevance == "minmax":
+        lo, hi = downstream.min(), downstream.max()
+        if hi == lo:
+            return None  # every RM ties: the rescaling is undefined
+        return (downstream - lo) / (hi - lo)
+    if np.any(downstream < 0):
+        # Negative gains make DCG/IDCG meaningless (IDCG can be 0 or negative).
+        raise DataError("ndcg: raw relevance needs non-negative downstream scores")
+    return downstream.astype(np.float64)
+
+
+def ndcg(
+    benchmark: Sequence[float],
+    downstream: Sequence[float],
+    relevance: str = "rank",
+    gain: str = "linear",
+    k: int | None = None,
+) -> float | None:
+    """NDCG@K of the benchmark's RM ranking against the downstream one (PRB §8).
+
+    ``pi`` orders the RMs by benchmark score, best first; the ideal order sorts them by downstream
+    score. ``DCG@K = sum_{i<=K} g(rel(pi_i)) / log2(i + 1)`` and ``NDCG = DCG(pi) / DCG(ideal)``,
+    with ``K = M`` (all RMs) when ``k`` is None and ``k`` clamped to M.
+
+    * ``relevance``: ``"rank"`` -> ``M - r_down`` (rank 1 = best, tied downstream scores get their
+      average rank); ``"minmax"`` -> downstream rescaled to [0, 1]; ``"raw"`` -> the downstream
+      score itself (must be >= 0).
+    * ``gain``: ``"linear"`` -> ``g(x) = x``; ``"exp2"`` -> ``g(x) = 2**x - 1``.
+
+    Tied benchmark scores: the DCG is averaged over every order of each tied block. DCG is linear
+    in the per-position gains and, under a uniformly random order of a block, every item of the
+    block is equally likely at each of its positions, so the average equals giving each position of
+    the block the block's mean *gain* (mean of ``g(rel)``, not ``g`` of the mean relevance).
+
+    Returns:
+        NDCG in [0, 1], or None when the ideal DCG is 0 (e.g. constant downstream scores with
+        ``minmax``, or all-zero raw scores).
+
+    Raises:
+        ConfigError: unknown ``relevance``/``gain`` or ``k < 1``.
+        DataError: empty input, length mismatch, NaN, or negative raw relevance.
+    """
+    if relevance not in RELEVANCES:
+        raise ConfigError(f"ndcg: relevance must be one of {list(RELEVANCES)}, got {relevance!r}")
+    if gain not in GAINS:
+        raise ConfigError(f"ndcg: gain must be one of {list(GAINS)}, got {gain!r}")
+    bench, down = _pair(benchmark, downstream)
+    n_items = bench.size
+    if n_items == 0:
+        raise DataError("ndcg: no items")
+    if k is None:
+        cutoff = n_items
+    else:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ConfigError(f"ndcg: k must be a positive integer, got {k!r}")
+        cutoff = min(int(k), n_items)
+
+    rel = _relevance(down, relevance)
+    if rel is None:
+        return None
+    with np.errstate(over="ignore"):
+        gains = rel if gain == "linear" else np.exp2(rel) - 1.0
+    if not np.all(np.isfinite(gains)):
+        # 2**rel overflows past rel ~ 1024 (rank relevance with > 1024 RMs, or large raw scores).
+        raise DataError("ndcg: exp2 gain overflows; use gain='linear' or a bounded relevance")
+    discounts = 1.0 / np.log2(np.arange(2, n_items + 2))
+    discounts[cutoff:] = 0.0
+
+    ideal = float(np.sort(gains)[::-1] @ discounts)
+    if ideal <= 0.0:
+        return None
+
+    # Order by benchmark, best first, then average gains within each block of tied benchmark scores.
+    order = np.argsort(-bench, kind="stable")
+    ranked_bench = bench[order]
+    ranked_gains = gains[order]
+    new_block = np.r_[True, ranked_bench[1:] != ranked_bench[:-1]]
+    block_id = np.cumsum(new_block) - 1
+    block_mean = np.bincount(block_id, weights=ranked_gains) / np.bincount(block_id)
+    actual = float(block_mean[block_id] @ discounts)
+    return actual / ideal
+
+
+# --------------------------------------------------------------------------------------------
+# bootstrap
+# --------------------------------------------------------------------------------------------
+
+
+def _normalise_variants(ndcg_variants: Sequence[Any]) -> list[tuple[str, str, int | None]]:
+    out = []
+    for variant in ndcg_variants:
+        if isinstance(variant, dict):
+            rel, g, k = variant.get("relevance", "rank"), variant.get("gain", "linear"), variant.get("k")
+        elif isinstance(variant, (tuple, list)) and len(variant) in (2, 3):
+            rel, g = variant[0], variant[1]
+            k = variant[2] if len(variant) == 3 else None
+        else:
+            raise ConfigError(f"ndcg variant must be (relevance, gain[, k]) or a dict, got {variant!r}")
+        if rel not in RELEVANCES:
+            raise ConfigError(f"ndcg: relevance must be one of {list(RELEVANCES)}, got {rel!r}")
+        if g not in GAINS:
+            raise ConfigError(f"ndcg: gain must be one of {list(GAINS)}, got {g!r}")
+        out.append((rel, g, k))
+    return out
+
+
+def _ndcg_name(rel: str, g: str, k: int | None) -> str:
+    return f"ndcg[{rel},{g}]" + (f"@{k}" if k is not None else "")
+
+
+def _statistics(methods: Sequence[str], variants: list[tuple[str, str, int | None]]) -> list[tuple[str, Any]]:
+    """(name, fn(x, y) -> Corr) for every requested statistic, in the requested order."""
+    out: list[tuple[str, Any]] = []
+    for method in methods:
+        if method in CORRELATION_METHODS:
+            out.append((method, lambda x, y, _m=method: _scipy_corr(_m, x, y)))
+        elif method == "ndcg":
+            for rel, g, k in variants:
+                out.append((_ndcg_name(rel, g, k), _ndcg_corr(rel, g, k)))
+        else:
+            raise ConfigError(f"unknown correlation method {method!r} (expected spearman, kendall, pearson or ndcg)")
+    return out
+
+
+def _ndcg_corr(rel: str, g: str, k: int | None) -> Any:
+    name = _ndcg_name(rel, g, k)
+
+    def compute(x: np.ndarray, y: np.ndarray) -> Corr:
+        try:
+            value = ndcg(x, y, relevance=rel, gain=g, k=k)
+        except DataError as err:
+            # e.g. negative downstream scores with raw relevance: report, do not abort the table.
+            return Corr(name, None, None, len(x), note=str(err))
+        note = None if value is not None else "ideal DCG is 0"
+        return Corr(name, value, None, len(x), note=note)
+
+    return compute
+
+
+def _check_boot(n_boot: int, alpha: float) -> None:
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
+        raise ConfigError(f"n_boot must be a non-negative integer, got {n_boot!r}")
+    if not 0.0 < alpha < 1.0:
+        raise ConfigError(f"alpha must be in (0, 1), got {alpha!r}")
+
+
+def _attach_ci(corr: Corr, samples: list[float], n_boot: int, alpha: float) -> None:
+    """Percentile CI from the defined bootstrap replicates; say how many were undefined."""
+    if n_boot == 0:
+        return
+    undefined = n_boot - len(samples)
+    if samples:
+        lo, hi = np.quantile(np.asarray(samples), [alpha / 2.0, 1.0 - alpha / 2.0])
+        corr.ci_low, corr.ci_high = float(lo), float(hi)
+    if undefined:
+        extra = f"{undefined}/{n_boot} bootstrap replicates undefined"
+        corr.note = f"{corr.note}; {extra}" if corr.note else extra
+
+
+def correlate(
+    benchmark: Sequence[float],
+    downstream: Sequence[float],
+    methods: Sequence[str] = ("spearman", "kendall", "pearson", "ndcg"),
+    n_boot: int = 1000,
+    seed: int = 0,
+    ndcg_variants: Sequence[Any] = DEFAULT_NDCG_VARIANTS,
+    alpha: float = 0.05,
+) -> list[Corr]:
+    """Agreement between benchmark and downstream scores of the same RMs, with bootstrap CIs.
+
+    Each method gives one :class:`Corr` (``"ndcg"`` gives one per variant, named like
+    ``ndcg[rank,linear]`` or ``ndcg[rank,linear]@3``). CIs are percentile intervals over ``n_boot``
+    resamples of the RMs (items) with replacement; replicates where the statistic is undefined
+    (e.g. all resampled RMs identical) are dropped and counted in ``note``. ``n_boot=0`` skips CIs.
+
+    ``ndcg_variants``: ``(relevance, gain)`` or ``(relevance, gain, k)`` tuples, or dicts with those
+    keys; the default is every relevance x gain combination at ``K = M``.
+
+    Raises:
+        ConfigError: unknown method/variant, bad ``n_boot`` or ``alpha``.
+        DataError: length mismatch or NaN.
+    """
+    _check_boot(n_boot, alpha)
+    x, y = _pair(benchmark, downstream)
+    statistics = _statistics(methods, _normalise_variants(ndcg_variants))
+    results = [fn(x, y) for _, fn in statistics]
+    if n_boot == 0 or x.size == 0:
+        return results
+    rng = np.random.default_rng(seed)
+    replicates: list[list[float]] = [[] for _ in statistics]
+    for _ in range(n_boot):
+        idx = rng.integers(0, x.size, size=x.size)
+        xb, yb = x[idx], y[idx]
+        for j, (_, fn) in enumerate(statistics):
+            value = fn(xb, yb).value
+            if value is not None:
+                replicates[j].append(value)
+    for corr, samples in zip(results, replicates, strict=True):
+        _attach_ci(corr, samples, n_boot, alpha)
+    return results
+
+
+def bootstrap_prompts(
+    benchmark: Sequence[float],
+    downstream_per_prompt: np.ndarray,
+    methods: Sequence[str] = ("spearman", "kendall", "pearson", "ndcg"),
+    n_boot: int = 1000,
+    seed: int = 0,
+    ndcg_variants: Sequence[Any] = DEFAULT_NDCG_VARIANTS,
+    alpha: float = 0.05,
+) -> list[Corr]:
+    """Correlations with CIs that reflect prompt sampling noise in the downstream scores.
+
+    ``downstream_per_prompt`` is an ``[M, P]`` matrix: RM i's downstream score on prompt p. The
+    point estimate correlates ``benchmark`` with the per-RM mean over prompts; each bootstrap
+    replicate resamples the P prompts with replacement, using the same prompts for every RM (the
+    RMs were evaluated on shared prompts, so the resampling is paired), and recomputes the means.
+
+    Raises:
+        ConfigError: unknown method/variant, bad ``n_boot`` or ``alpha``.
+        DataError: shape mismatch, no prompts, or NaN (names the RM and prompt index).
+    """
+    _check_boot(n_boot, alpha)
+    bench = _vector(benchmark, "benchmark")
+    matrix = np.asarray(downstream_per_prompt, dtype=np.float64)
+    if matrix.ndim != 2:
+        raise DataError(f"downstream_per_prompt must be an [RMs, prompts] matrix, got shape {matrix.shape}")
+    if matrix.shape[0] != bench.size:
+        raise DataError(f"benchmark has {bench.size} RMs but downstream_per_prompt has {matrix.shape[0]} rows")
+    if matrix.shape[1] == 0:
+        raise DataError("downstream_per_prompt has no prompts")
+    bad = np.argwhere(~np.isfinite(matrix))
+    if bad.size:
+        raise DataError(f"downstream_per_prompt: non-finite score for RM {int(bad[0][0])}, prompt {int(bad[0][1])}")
+
+    statistics = _statistics(methods, _normalise_variants(ndcg_variants))
+    results = [fn(bench, matrix.mean(axis=1)) for _, fn in statistics]
+    if n_boot == 0:
+        return results
+    rng = np.random.default_rng(seed)
+    n_prompts = matrix.shape[1]
+    replicates: list[list[float]] = [[] for _ in statistics]
+    for _ in range(n_boot):
+        idx = rng.integers(0, n_prompts, size=n_prompts)
+        down = matrix[:, idx].mean(axis=1)
+        for j, (_, fn) in enumerate(statistics):
+            value = fn(bench, down).value
+            if value is not None:
+                replicates[j].append(value)
+    for corr, samples in zip(results, replicates, strict=True):
+        _attach_ci(corr, samples, n_boot, alpha)
+    return results

@@ -1,0 +1,76 @@
+"""Running a scorer over a benchmark: the model side, separate from the scoring math.
+
+Both runners return (summary, per-example rows). RB2 rows are per completion, so any external
+scorer can recompute the subset scores from the parquet file alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rlexp.benchmarks.personalized_math import pairwise_accuracy
+from rlexp.benchmarks.rewardbench2_math import reroll, score_rewardbench2, unroll
+from rlexp.data.schemas import PRBItem, RB2Item
+from rlexp.scoring.base import ScoreInput, Scorer
+
+
+def _score_chunked(scorer: Scorer, inputs: list[ScoreInput], desc: str, progress: bool, chunk: int = 256) -> np.ndarray:
+    """Score in chunks so the progress bar moves; the scorer still batches within a chunk."""
+    from tqdm.auto import tqdm
+
+    out = np.empty(len(inputs), dtype=np.float64)
+    with tqdm(total=len(inputs), desc=desc, disable=not progress, unit="seq") as bar:
+        for start in range(0, len(inputs), chunk):
+            part = inputs[start : start + chunk]
+            out[start : start + len(part)] = scorer.score(part)
+            bar.update(len(part))
+    return out
+
+
+def run_rewardbench2(
+    scorer: Scorer, items: Sequence[RB2Item], *, ties_version: str = "0.1.4", progress: bool = False
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Unroll chosen + rejected, score every completion, re-roll by total_completions, score RB2."""
+    texts, index = unroll(items)
+    inputs = [ScoreInput(items[i].prompt, t) for t, (i, _) in zip(texts, index, strict=False)]
+    flat = _score_chunked(scorer, inputs, "RewardBench 2", progress)
+    grouped = reroll(flat.tolist(), [it.total_completions for it in items])
+    rows = [
+        {"id": it.id, "subset": it.subset, "scores": s, "num_correct": it.num_correct} for it, s in zip(items, grouped, strict=False)
+    ]
+    summary = score_rewardbench2(rows, ties_version=ties_version)
+    per_example = [
+        {
+            "id": items[i].id,
+            "subset": items[i].subset,
+            "completion_index": j,
+            "is_correct": j < items[i].num_correct,
+            "num_correct": items[i].num_correct,
+            "total_completions": items[i].total_completions,
+            "score": float(flat[f]),
+        }
+        for f, (i, j) in enumerate(index)
+    ]
+    summary.pop("per_row", None)
+    return summary, per_example
+
+
+def run_personalized(
+    scorer: Scorer, items: Sequence[PRBItem], *, progress: bool = False
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Score chosen and rejected of every pair (with the user's profile); strict-> accuracy."""
+    inputs = []
+    for it in items:
+        inputs.append(ScoreInput(it.question, it.chosen, it.profile))
+        inputs.append(ScoreInput(it.question, it.rejected, it.profile))
+    flat = _score_chunked(scorer, inputs, "Personalized RewardBench", progress)
+    chosen, rejected = flat[0::2], flat[1::2]
+    summary = pairwise_accuracy(chosen.tolist(), rejected.tolist(), [it.domain for it in items])
+    per_example = [
+        {"id": it.id, "domain": it.domain, "chosen_score": float(c), "rejected_score": float(r), "correct": bool(c > r)}
+        for it, c, r in zip(items, chosen, rejected, strict=False)
+    ]
+    return summary, per_example

@@ -1,0 +1,48 @@
+"""`rlexp lineage build [NAME ...] [overrides]` and `rlexp lineage ls`."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from rlexp.config import CONF_DIR
+
+
+def _compose(name: str, overrides: list[str]):
+    from hydra import compose, initialize_config_dir
+
+    import rlexp.tasks.train_rm  # noqa: F401  (registers the schema)
+
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        return compose("train_rm", overrides=[f"model={name}", "logger=none", *overrides])
+
+
+def main(args: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="rlexp lineage", description="Build or list model lineages.")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    build = sub.add_parser("build", help="build tiny lineages (cached by content hash)")
+    build.add_argument("names", nargs="*", default=["tiny_llama", "tiny_qwen"])
+    build.add_argument("--override", "-o", action="append", default=[], help="hydra override, e.g. paths.root=/x")
+    sub.add_parser("ls", help="list the lineages in conf/model/ and the built ones")
+    ns = parser.parse_args(args)
+    if ns.cmd == "build":
+        from rlexp.models.lineages import resolve_lineage
+
+        for name in ns.names:
+            start = time.time()
+            lineage = resolve_lineage(_compose(name, ns.override))
+            print(f"{name}: record {lineage.record_id}  base={lineage.base}  ({time.time() - start:.1f}s)")
+        return 0
+    from omegaconf import OmegaConf
+
+    from rlexp.store import Store
+
+    cfg = _compose("tiny_llama", [])
+    built = {r.config.get("lineage"): r for r in Store(cfg.paths.store).records("lineage")}
+    print(f"{'name':<24} {'lineage':<12} {'source':<45} built")
+    for path in sorted((CONF_DIR / "model").glob("*.yaml")):
+        node = OmegaConf.load(path)
+        source = node.get("name_or_path") or f"tiny ({node.tiny.arch}, vocab {node.tiny.vocab_size})"
+        rec = built.get(node.get("lineage"))
+        print(f"{path.stem:<24} {node.get('lineage'):<12} {source:<45} {rec.id if rec and not node.get('name_or_path') else '-'}")
+    return 0

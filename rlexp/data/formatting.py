@@ -1,0 +1,113 @@
+"""The text that reaches reward models and policies, built in ONE place.
+
+Benchmarks, Best-of-N, PPO and RM training all call :func:`rm_user_turn`, so the RM sees the
+same user turn everywhere (reference: personalized-rewardbench.md §3.3, §4, §10.3). The profile
+modes are ``none`` (question only, what the released PRB benchmark runs), ``raw`` (question,
+separator, top-k posts) and ``planner`` (question, separator, the planner's inferred aspects).
+Unlike the reference code, the separator between question and profile is explicit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from rlexp.data.retrieval import rank_posts
+from rlexp.data.schemas import ProfilePost
+from rlexp.errors import ConfigError
+
+PROFILE_MODES: tuple[str, ...] = ("none", "raw", "planner")
+DEFAULT_K = 10  # one k for BoN, PPO training and inference (reference §10.6)
+DEFAULT_SEPARATOR = "\n\n"
+
+Planner = Callable[[str, Sequence[ProfilePost]], str]
+
+SYSTEM_PERSONALIZED = "You are a helpful assistant that writes answers personalized to each user."
+
+_POLICY_INSTRUCTION = (
+    "Answer the user's current question in a personalized way. Infer from the user's past posts "
+    "below what they care about, and match their tone, level of detail and preferred format; use "
+    "the interests and constraints you can infer. Answer the question directly, do not describe "
+    "your analysis, and keep the answer under 100 words."
+)
+
+
+def _check_k(k: int) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ConfigError(f"profile k must be a positive integer, got {k!r}")
+
+
+def top_posts(posts: Sequence[ProfilePost], k: int = DEFAULT_K, question: str | None = None) -> list[ProfilePost]:
+    """The first ``k`` posts, ranked by BM25 relevance to ``question`` when one is given."""
+    _check_k(k)
+    ranked = rank_posts(question, posts) if question is not None else list(posts)
+    return ranked[:k]
+
+
+def render_profile(posts: Sequence[ProfilePost], k: int = DEFAULT_K, question: str | None = None) -> str:
+    """Render the top-``k`` posts as ``Post i (Category: c):\\n<text>`` blocks joined by ``\\n``.
+
+    Posts are ranked against ``question`` first when it is given (else kept in order); ``i``
+    counts from 1 in the rendered order. Each block is built from one post record, so a post's
+    category and text can never come apart (the reference ranking bug, §10.1). No posts -> ``""``.
+    """
+    chosen = top_posts(posts, k, question)
+    return "\n".join(f"Post {i} (Category: {p.category}):\n{p.text}" for i, p in enumerate(chosen, start=1))
+
+
+def rm_user_turn(
+    question: str,
+    profile: Sequence[ProfilePost],
+    mode: str,
+    *,
+    k: int = DEFAULT_K,
+    separator: str = DEFAULT_SEPARATOR,
+    planner: Planner | None = None,
+) -> str:
+    """The reward model's user turn for ``question`` under profile ``mode``.
+
+    - ``none``: the question alone.
+    - ``raw``: question + ``separator`` + :func:`render_profile` of the top-``k`` posts.
+    - ``planner``: question + ``separator`` + ``planner(question, top-k posts)``.
+
+    With no posts (or an empty plan) the turn is the question alone, without a dangling
+    separator. The assistant turn (the response) is added by the caller's chat template.
+    """
+    if mode not in PROFILE_MODES:
+        raise ConfigError(f"unknown profile mode {mode!r}; valid modes: {', '.join(PROFILE_MODES)}")
+    if not isinstance(separator, str):
+        raise ConfigError(f"profile separator must be a string, got {type(separator).__name__}")
+    _check_k(k)
+    if mode == "none":
+        return question
+    if mode == "raw":
+        block = render_profile(profile, k, question)
+    else:
+        if planner is None:
+            raise ConfigError("profile mode 'planner' needs a planner (none was configured)")
+        # The planner sees the same top-k posts the raw mode would show (LaMP-QA PlanPers uses top-10).
+        block = planner(question, top_posts(profile, k, question))
+        if not isinstance(block, str):
+            raise TypeError(f"planner returned {type(block).__name__}, expected str")
+    return f"{question}{separator}{block}" if block else question
+
+
+def policy_prompt(question: str, profile: Sequence[ProfilePost], k: int = DEFAULT_K) -> str:
+    """The user message for personalized sampling: instruction, past posts, current question.
+
+    Pair it with :data:`SYSTEM_PERSONALIZED` as the system message.
+    """
+    posts = render_profile(profile, k, question) or "(no past posts)"
+    return f"{_POLICY_INSTRUCTION}\n\n# Past posts\n{posts}\n\n# Current question\n{question}"
+
+
+__all__ = [
+    "DEFAULT_K",
+    "DEFAULT_SEPARATOR",
+    "PROFILE_MODES",
+    "SYSTEM_PERSONALIZED",
+    "Planner",
+    "policy_prompt",
+    "render_profile",
+    "rm_user_turn",
+    "top_posts",
+]

@@ -1,0 +1,242 @@
+"""The only module that touches TRL's PPO API (``trl.experimental.ppo`` in trl 1.12.0).
+
+TRL hands the reward model the *policy's* token ids and reads ``model.score(backbone(...)
+.hidden_states[-1])`` at the last response token. :class:`ScorerAsRewardModel` makes any rlexp
+scorer look like that: it decodes the policy's tokens, splits prompt and response at the chat
+template's generation prompt, scores (prompt item, response text) with the scorer — an RM of the
+policy's lineage, an RM of another lineage (its own tokenizer and template) or a sandbox judge —
+and returns the score broadcast over the sequence. GRPO and RLOO take the scorer as a reward
+function directly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rlexp.data.schemas import PromptItem
+from rlexp.downstream.sampling import chat_messages
+from rlexp.errors import ConfigError
+from rlexp.scoring.base import ScoreInput, Scorer, check_scorer
+
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+@dataclass
+class RewardLog:
+    """What the policy was rewarded with, for checks and logging (bounded)."""
+
+    prompts: list[str] = field(default_factory=list)
+    responses: list[str] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    limit: int = 4096
+
+    def add(self, prompts: Sequence[str], responses: Sequence[str], scores: Sequence[float]) -> None:
+        self.prompts.extend(prompts)
+        self.responses.extend(responses)
+        self.scores.extend(float(s) for s in scores)
+        overflow = len(self.scores) - self.limit
+        if overflow > 0:
+            del self.prompts[:overflow], self.responses[:overflow], self.scores[:overflow]
+
+
+def _make_reward_module(scorer: Scorer, tokenizer: Any, prompts: Sequence[PromptItem], profile_k: int, scale: float) -> Any:
+    torch = _torch()
+    nn = torch.nn
+
+    class _Output:
+        def __init__(self, hidden: Any) -> None:
+            self.hidden_states = (hidden,)
+
+    class _Backbone(nn.Module):
+        def __init__(self, outer: Any) -> None:
+            super().__init__()
+            self._outer = [outer]  # a list: not a registered submodule (no recursion)
+
+        def forward(self, input_ids: Any, attention_mask: Any, **_: Any) -> Any:
+            return self._outer[0].score_ids(input_ids, attention_mask)
+
+    class ScorerAsRewardModel(nn.Module):
+        """Looks like a HF sequence classifier to TRL; scores decoded text with an rlexp scorer."""
+
+        base_model_prefix = "backbone"
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.backbone = _Backbone(self)
+            # DeepSpeed refuses a module without parameters.
+            self.anchor = nn.Parameter(torch.zeros(1), requires_grad=False)
+            self.scorer = scorer
+            self.tokenizer = tokenizer
+            self.scale = scale
+            self.log = RewardLog()
+            self.by_query: dict[str, PromptItem] = {}
+            for item in prompts:
+                text = tokenizer.apply_chat_template(chat_messages(item, profile_k), add_generation_prompt=True, tokenize=False)
+                self.by_query[text] = item
+            probe = tokenizer.apply_chat_template([{"role": "user", "content": "\x00"}], add_generation_prompt=True, tokenize=False)
+            self.marker = probe.split("\x00", 1)[1]  # what follows the user's text: end of turn + generation prompt
+            self.specials = sorted((t for t in tokenizer.all_special_tokens if t), key=len, reverse=True)
+
+        def score(self, hidden: Any) -> Any:
+            return hidden
+
+        def split(self, ids: list[int]) -> tuple[PromptItem, str]:
+            text = self.tokenizer.decode(ids, skip_special_tokens=False)
+            cut = text.rfind(self.marker)
+            if cut < 0:
+                raise ConfigError("PPO reward: cannot find the generation prompt in a rollout (chat template mismatch)")
+            query, response = text[: cut + len(self.marker)], text[cut + len(self.marker) :]
+            item = self.by_query.get(query)
+            if item is None:
+                # Left padding/BOS may prefix the query: match by suffix.
+                item = next((v for k, v in self.by_query.items() if query.endswith(k)), None)
+            if item is None:
+                raise ConfigError("PPO reward: a rollout's prompt is not in the prompt set")
+            eos = self.tokenizer.eos_token
+            if eos and eos in response:
+                response = response[: response.index(eos)]
+            for tok in self.specials:
+                response = response.replace(tok, "")
+            return item, response.strip()
+
+        def score_ids(self, input_ids: Any, attention_mask: Any) -> Any:
+            pairs = [self.split(row[mask.bool()].tolist()) for row, mask in zip(input_ids, attention_mask, strict=False)]
+            inputs = [ScoreInput(item.prompt, resp, item.profile, item.hidden) for item, resp in pairs]
+            raw = np.asarray(self.scorer.score(inputs), dtype=np.float64)
+            self.log.add([i.prompt for i in inputs], [i.response for i in inputs], raw.tolist())
+            values = torch.tensor(raw * self.scale, dtype=torch.float32, device=input_ids.device)
+            return _Output(values[:, None, None].expand(input_ids.shape[0], input_ids.shape[1], 1))
+
+    return ScorerAsRewardModel()
+
+
+def reward_module(scorer: Any, tokenizer: Any, prompts: Sequence[PromptItem], profile_k: int = 10, scale: float = 1.0) -> Any:
+    """Wrap any scorer as the reward model TRL's PPOTrainer expects."""
+    check_scorer(scorer)
+    if not getattr(tokenizer, "chat_template", None):
+        raise ConfigError("policy tokenizer has no chat template")
+    return _make_reward_module(scorer, tokenizer, prompts, profile_k, scale)
+
+
+def tokenise_prompts(tokenizer: Any, prompts: Sequence[PromptItem], profile_k: int) -> Any:
+    """The PPO dataset: chat-rendered prompts, pre-tokenised in an ``input_ids`` column."""
+    from datasets import Dataset
+
+    ids = [
+        tokenizer.apply_chat_template(chat_messages(p, profile_k), add_generation_prompt=True, tokenize=True, return_dict=False)
+        for p in prompts
+    ]
+    ids = [x["input_ids"] if isinstance(x, dict) else list(x) for x in ids]
+    return Dataset.from_dict({"input_ids": ids})
+
+
+def ppo_config(out: str, settings: dict[str, Any]) -> Any:
+    from trl.experimental.ppo import PPOConfig
+
+    try:
+        return PPOConfig(output_dir=out, **settings)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid PPO settings: {' '.join(str(exc).split())[:300]}") from None
+
+
+def train_ppo(
+    *,
+    args: Any,
+    tokenizer: Any,
+    policy: Any,
+    ref_policy: Any,
+    value_model: Any,
+    reward_model: Any,
+    dataset: Any,
+    peft_config: Any = None,
+    callbacks: list[Any] | None = None,
+) -> tuple[Any, Any, dict[str, Any]]:
+    """Run TRL's PPOTrainer; returns (trained policy, trained value model, final metrics)."""
+    from trl.experimental.ppo import PPOTrainer
+
+    try:
+        trainer = PPOTrainer(
+            args=args,
+            processing_class=tokenizer,
+            model=policy,
+            ref_model=ref_policy,
+            reward_model=reward_model,
+            train_dataset=dataset,
+            value_model=value_model,
+            peft_config=peft_config,
+            callbacks=callbacks,
+        )
+    except ValueError as exc:
+        raise ConfigError(f"PPO: {' '.join(str(exc).split())[:300]}") from None
+    trainer.train()
+    history = [h for h in trainer.state.log_history if "objective/kl" in h]
+    last = history[-1] if history else {}
+    metrics = {k: float(v) for k, v in last.items() if isinstance(v, (int, float))}
+    metrics["steps"] = int(trainer.state.global_step)
+    metrics["episodes"] = int(trainer.state.episode)
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    policy_out = model.policy
+    if hasattr(policy_out, "merge_and_unload"):
+        policy_out = policy_out.merge_and_unload()
+    return policy_out, model.value_model, metrics
+
+
+def train_grpo_like(
+    algorithm: str,
+    *,
+    out: str,
+    settings: dict[str, Any],
+    tokenizer: Any,
+    policy: Any,
+    scorer: Scorer,
+    prompts: Sequence[PromptItem],
+    profile_k: int,
+    peft_config: Any = None,
+) -> tuple[Any, dict[str, Any]]:
+    """GRPO or RLOO with the scorer as reward function (same prompts and rendering as PPO)."""
+    from datasets import Dataset
+
+    check_scorer(scorer)
+    by_text = {p.prompt_id: p for p in prompts}
+    ds = Dataset.from_dict(
+        {"prompt": [chat_messages(p, profile_k) for p in prompts], "prompt_id": [p.prompt_id for p in prompts]}
+    )
+
+    def reward(completions: list[Any], prompt_id: list[str], **_: Any) -> list[float]:
+        texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
+        items = [by_text[i] for i in prompt_id]
+        return np.asarray(scorer.score([ScoreInput(it.prompt, t, it.profile, it.hidden) for it, t in zip(items, texts, strict=False)])).tolist()
+
+    if algorithm == "grpo":
+        from trl import GRPOConfig as Cfg
+        from trl import GRPOTrainer as Trainer
+    elif algorithm == "rloo":
+        from trl import RLOOConfig as Cfg
+        from trl import RLOOTrainer as Trainer
+    else:
+        raise ConfigError(f"algorithm={algorithm!r} is not one of ppo, grpo, rloo")
+    try:
+        args = Cfg(output_dir=out, **settings)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid {algorithm} settings: {' '.join(str(exc).split())[:300]}") from None
+    trainer = Trainer(model=policy, reward_funcs=reward, args=args, train_dataset=ds, processing_class=tokenizer,
+                      peft_config=peft_config)
+    trainer.train()
+    history = [h for h in trainer.state.log_history if "reward" in h]
+    metrics = {k: float(v) for k, v in (history[-1] if history else {}).items() if isinstance(v, (int, float))}
+    metrics["steps"] = int(trainer.state.global_step)
+    model = trainer.model
+    if hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()
+    return model, metrics

@@ -1,0 +1,172 @@
+"""Sampling pools: n completions per prompt from a policy, written in resumable chunks.
+
+Each chunk of prompts is generated with its own seed (derived from the pool seed and the chunk
+index), so a run killed after chunk i and resumed produces exactly the pool an uninterrupted run
+would have produced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rlexp.data.formatting import SYSTEM_PERSONALIZED, policy_prompt
+from rlexp.data.schemas import PromptItem
+from rlexp.errors import ConfigError
+
+POOL_SCHEMA = pa.schema(
+    [
+        ("prompt_id", pa.string()),
+        ("sample_index", pa.int64()),
+        ("text", pa.string()),
+        ("token_count", pa.int64()),
+        ("finish_reason", pa.string()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    n: int = 16
+    temperature: float = 1.0
+    top_p: float = 0.9
+    max_new_tokens: int = 64
+    batch_prompts: int = 8
+    chunk_prompts: int = 32
+    profile_k: int = 10
+    seed: int = 0
+
+    def validate(self) -> None:
+        if self.n < 1:
+            raise ConfigError(f"sampling.n={self.n} must be >= 1")
+        if self.max_new_tokens < 1:
+            raise ConfigError(f"sampling.max_new_tokens={self.max_new_tokens} must be >= 1")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"sampling.top_p={self.top_p} must be in (0, 1]")
+        if self.temperature < 0:
+            raise ConfigError(f"sampling.temperature={self.temperature} must be >= 0")
+
+
+def chat_messages(item: PromptItem, profile_k: int) -> list[dict[str, str]]:
+    """The policy's conversation: personalized prompts carry the rendered profile (reference §4)."""
+    if item.kind == "personalized" and item.profile:
+        return [
+            {"role": "system", "content": SYSTEM_PERSONALIZED},
+            {"role": "user", "content": policy_prompt(item.prompt, item.profile, profile_k)},
+        ]
+    return [{"role": "user", "content": item.prompt}]
+
+
+def _chunk_seed(seed: int, index: int) -> int:
+    return int(hashlib.sha256(f"{seed}:{index}".encode()).hexdigest()[:8], 16)
+
+
+class HFSampler:
+    """Batched ``generate`` with left padding under ``torch.inference_mode()``."""
+
+    def __init__(self, model: Any, tokenizer: Any, device: str = "cpu") -> None:
+        if not getattr(tokenizer, "chat_template", None):
+            raise ConfigError("policy tokenizer has no chat template")
+        tokenizer.padding_side = "left"
+        self.model = model.to(device).eval()
+        self.tokenizer = tokenizer
+        self.device = device
+
+    def generate(self, prompts: Sequence[list[dict[str, str]]], s: SamplingSettings, seed: int) -> list[list[tuple[str, int, str]]]:
+        """For each conversation, ``s.n`` samples as (text, token_count, finish_reason)."""
+        import torch
+
+        torch.manual_seed(seed)
+        tok = self.tokenizer
+        texts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in prompts]
+        enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        with torch.inference_mode():
+            out = self.model.generate(
+                **enc,
+                do_sample=s.temperature > 0,
+                temperature=s.temperature if s.temperature > 0 else None,
+                top_p=s.top_p if s.temperature > 0 else None,
+                max_new_tokens=s.max_new_tokens,
+                num_return_sequences=s.n,
+                pad_token_id=tok.pad_token_id,
+                eos_token_id=tok.eos_token_id,
+            )
+        gen = out[:, enc["input_ids"].shape[1] :]
+        results: list[list[tuple[str, int, str]]] = []
+        eos = tok.eos_token_id
+        for p in range(len(prompts)):
+            row = []
+            for j in range(s.n):
+                ids = gen[p * s.n + j].tolist()
+                if eos in ids:
+                    ids, reason = ids[: ids.index(eos)], "eos"
+                else:
+                    ids = [t for t in ids if t != tok.pad_token_id]
+                    reason = "length"
+                row.append((tok.decode(ids, skip_special_tokens=True).strip(), len(ids), reason))
+            results.append(row)
+        return results
+
+
+def vllm_available() -> bool:
+    try:
+        import torch
+        import vllm  # noqa: F401
+
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+def write_pool(
+    sampler: HFSampler,
+    prompts: Sequence[PromptItem],
+    s: SamplingSettings,
+    work: Path,
+    *,
+    progress: bool = False,
+) -> tuple[Path, dict[str, int]]:
+    """Generate the pool chunk by chunk (skipping complete chunks), then join them."""
+    from tqdm.auto import tqdm
+
+    chunks_dir = work / "chunks"
+    chunks_dir.mkdir(parents=True, exist_ok=True)
+    n_chunks = (len(prompts) + s.chunk_prompts - 1) // s.chunk_prompts
+    resumed = 0
+    with tqdm(total=len(prompts), desc="sampling", unit="prompt", disable=not progress) as bar:
+        for c in range(n_chunks):
+            part = prompts[c * s.chunk_prompts : (c + 1) * s.chunk_prompts]
+            path = chunks_dir / f"chunk-{c:05d}.parquet"
+            if path.exists():
+                resumed += 1
+                bar.update(len(part))
+                continue
+            rows: list[dict[str, Any]] = []
+            seed = _chunk_seed(s.seed, c)
+            for b in range(0, len(part), s.batch_prompts):
+                batch = part[b : b + s.batch_prompts]
+                samples = sampler.generate([chat_messages(it, s.profile_k) for it in batch], s, seed + b)
+                for item, outs in zip(batch, samples, strict=False):
+                    for j, (text, count, reason) in enumerate(outs):
+                        rows.append(
+                            {"prompt_id": item.prompt_id, "sample_index": j, "text": text, "token_count": count, "finish_reason": reason}
+                        )
+                bar.update(len(batch))
+            tmp = path.with_suffix(".tmp")
+            pq.write_table(pa.Table.from_pylist(rows, schema=POOL_SCHEMA), tmp)
+            os.replace(tmp, path)
+    tables = [pq.read_table(chunks_dir / f"chunk-{c:05d}.parquet") for c in range(n_chunks)]
+    pool = work / "pool.parquet"
+    pq.write_table(pa.concat_tables(tables), pool)
+    return pool, {"chunks": n_chunks, "resumed_chunks": resumed}
+
+
+def read_pool(path: Path) -> pa.Table:
+    return pq.read_table(path)

@@ -1,0 +1,188 @@
+"""The only module that touches TRL's RewardTrainer (a TRL upgrade is one file).
+
+Pairs are pre-tokenised with the same rendering the scorers use (``RewardModelScorer.render``),
+so a trained RM is scored on exactly the token layout it was trained on, and over-long pairs are
+counted here instead of being dropped silently by TRL.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlexp.data.schemas import PreferencePair
+from rlexp.errors import ConfigError
+from rlexp.scoring.base import ScoreInput
+
+
+@dataclass
+class Tokenised:
+    chosen_ids: list[list[int]]
+    rejected_ids: list[list[int]]
+    too_long: int
+
+
+def pair_inputs(pair: PreferencePair) -> tuple[ScoreInput, ScoreInput]:
+    profile = pair.context.profile if pair.context else ()
+    return (
+        ScoreInput(pair.prompt, pair.chosen, profile),
+        ScoreInput(pair.prompt, pair.rejected, profile),
+    )
+
+
+def tokenise_pairs(pairs: Sequence[PreferencePair], render: Callable[[ScoreInput], str], tokenizer: Any, max_length: int) -> Tokenised:
+    """Render and tokenise chosen/rejected; count pairs with either side over ``max_length``."""
+    texts_c, texts_r = [], []
+    for p in pairs:
+        c, r = pair_inputs(p)
+        texts_c.append(render(c))
+        texts_r.append(render(r))
+    ids_c = tokenizer(texts_c, add_special_tokens=True)["input_ids"]
+    ids_r = tokenizer(texts_r, add_special_tokens=True)["input_ids"]
+    too_long = sum(1 for a, b in zip(ids_c, ids_r, strict=False) if len(a) > max_length or len(b) > max_length)
+    return Tokenised(ids_c, ids_r, too_long)
+
+
+def deepspeed_env() -> None:
+    """Single-process DeepSpeed needs a distributed environment (else: 'No module named mpi4py')."""
+    for key, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"}.items():
+        os.environ.setdefault(key, value)
+    if "MASTER_PORT" not in os.environ:
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            os.environ["MASTER_PORT"] = str(s.getsockname()[1])
+
+
+def validate_deepspeed(ds_config: dict[str, Any], *, batch_size: int, grad_accum: int, lr: float, bf16: bool) -> None:
+    """Resolve HF "auto" values, then let DeepSpeed's own config class check the result (seconds,
+    no model loaded). Errors name the offending key."""
+    import copy
+
+    stage = ds_config.get("zero_optimization", {}).get("stage")
+    if stage not in (0, 1, 2, 3):
+        raise ConfigError(f"deepspeed.config.zero_optimization.stage={stage!r} is not one of 0, 1, 2, 3")
+    resolved = copy.deepcopy(ds_config)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    autos = {
+        "train_micro_batch_size_per_gpu": batch_size,
+        "gradient_accumulation_steps": grad_accum,
+        "train_batch_size": batch_size * grad_accum * world,
+        "gradient_clipping": 1.0,
+    }
+    for key, value in autos.items():
+        if resolved.get(key, "auto") == "auto":
+            resolved[key] = value
+    if isinstance(resolved.get("bf16"), dict) and resolved["bf16"].get("enabled") == "auto":
+        resolved["bf16"]["enabled"] = bf16
+    if isinstance(resolved.get("fp16"), dict) and resolved["fp16"].get("enabled") == "auto":
+        resolved["fp16"]["enabled"] = False
+    try:
+        from deepspeed.runtime.config import DeepSpeedConfig
+
+        DeepSpeedConfig(resolved)
+    except Exception as exc:  # DeepSpeed raises assorted types (AssertionError, ValidationError, ...)
+        first = " ".join(str(exc).split())[:300]
+        raise ConfigError(f"invalid DeepSpeed config: {first}") from None
+
+
+def reward_config(
+    out: Path,
+    *,
+    epochs: float,
+    lr: float,
+    batch_size: int,
+    grad_accum: int,
+    max_length: int,
+    scheduler: str,
+    warmup_ratio: float,
+    weight_decay: float,
+    save_steps: int,
+    logging_steps: int,
+    bf16: bool,
+    gradient_checkpointing: bool,
+    seed: int,
+    report_to: str,
+    deepspeed: dict[str, Any] | None,
+    use_cpu: bool,
+    extra: dict[str, Any],
+) -> Any:
+    from trl import RewardConfig
+
+    try:
+        return RewardConfig(
+            output_dir=str(out),
+            num_train_epochs=epochs,
+            learning_rate=lr,
+            per_device_train_batch_size=batch_size,
+            gradient_accumulation_steps=grad_accum,
+            max_length=max_length,
+            lr_scheduler_type=scheduler,
+            warmup_steps=warmup_ratio,  # < 1 means a ratio of the total steps in transformers 5
+            weight_decay=weight_decay,
+            save_strategy="steps",
+            save_steps=save_steps,
+            save_total_limit=2,
+            logging_steps=logging_steps,
+            bf16=bf16,
+            gradient_checkpointing=gradient_checkpointing,
+            seed=seed,
+            report_to=report_to,
+            deepspeed=deepspeed,
+            use_cpu=use_cpu,
+            disable_tqdm=True,
+            dataloader_num_workers=0,
+            **extra,
+        )
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid reward trainer settings: {' '.join(str(exc).split())[:300]}") from None
+
+
+def train(
+    model: Any,
+    tokenizer: Any,
+    data: Tokenised,
+    args: Any,
+    *,
+    peft_config: Any = None,
+    resume: str | bool | None = None,
+    callbacks: list[Any] | None = None,
+) -> tuple[Any, dict[str, Any]]:
+    """Run RewardTrainer on pre-tokenised pairs; returns (trained model, metrics)."""
+    from datasets import Dataset
+    from trl import RewardTrainer
+
+    ds = Dataset.from_dict({"chosen_ids": data.chosen_ids, "rejected_ids": data.rejected_ids})
+    trainer = RewardTrainer(
+        model=model,
+        args=args,
+        train_dataset=ds,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=callbacks,
+    )
+    result = trainer.train(resume_from_checkpoint=resume)
+    metrics = {
+        "train/loss": float(result.training_loss),
+        "train/steps": int(result.global_step),
+        "train/runtime_s": float(result.metrics.get("train_runtime", 0.0)),
+    }
+    history = [h for h in trainer.state.log_history if "accuracy" in h or "loss" in h]
+    if history:
+        last = history[-1]
+        for key in ("accuracy", "margin", "loss"):
+            if key in last:
+                metrics[f"train/last_{key}"] = float(last[key])
+    return trainer.model, metrics
+
+
+def lora_config(r: int, alpha: int, dropout: float, target_modules: list[str] | None) -> Any:
+    from peft import LoraConfig
+
+    return LoraConfig(
+        task_type="SEQ_CLS", r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=target_modules or "all-linear"
+    )

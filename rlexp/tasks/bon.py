@@ -1,0 +1,121 @@
+"""`rlexp bon`: Best-of-N with a reward model on a cached pool, measured by a gold judge.
+
+pool (sampled once per policy × prompt set) × RM scores (cached per pool and RM) × gold scores
+(cached per pool and judge) -> exact BoN@k over all k-subsets, the reference's first-k protocol,
+oracle@k, gain@k and normalised gain@k with bootstrap CIs over prompts, and the proxy-vs-gold
+over-optimisation view. An RM of another lineage scores the decoded text with its own tokenizer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from omegaconf import DictConfig, OmegaConf
+
+from rlexp.config import BonConfig, SampleConfig
+from rlexp.downstream.bon_math import bon_curve, bootstrap_ci, default_ks
+from rlexp.downstream.pool_scoring import score_pool
+from rlexp.errors import ConfigError
+from rlexp.runtime import RunContext, execute, hydra_entry
+from rlexp.scoring.resolve import gold_judge, judge_key, resolve_rm, reward_scorer
+from rlexp.store import Record, Store
+
+
+def sample_config(cfg: DictConfig) -> DictConfig:
+    """The `sample` task config a BoN/PPO config implies (same keys -> same pool record)."""
+    keys = [k for k in SampleConfig.__dataclass_fields__ if k != "task_name"]
+    return OmegaConf.merge(OmegaConf.structured(SampleConfig), {k: cfg[k] for k in keys if k in cfg})
+
+
+def ensure_pool(cfg: DictConfig) -> tuple[Record, list[Any]]:
+    """The pool record for cfg's (policy, prompts, sampling, seed), sampled on first use."""
+    from rlexp.tasks import sample
+
+    scfg = sample_config(cfg)
+    prompts, _ = sample.load_prompt_set(scfg)
+    return sample.run(scfg), prompts
+
+
+def _bon(ctx: RunContext, cfg: DictConfig, pool: Record, prompts: list[Any], rm_scores: np.ndarray,
+         gold: np.ndarray, ks: list[int], ids: dict[str, str]) -> dict[str, Any]:
+    prompt_ids = [p.prompt_id for p in prompts]
+    curve = bon_curve(rm_scores, gold, ks, prompt_ids)
+    per = curve["per_prompt"]
+    base = gold.mean(axis=1)  # per-prompt BoN@1
+    gain_ci, norm = {}, {}
+    for c, k in enumerate(curve["ks"]):
+        gain_ci[k] = bootstrap_ci(per["bon"][:, c] - base, n_boot=cfg.n_boot, seed=cfg.seed)
+        norm[k] = curve["normalised_gain"][k]
+    n = curve["n"]
+    metrics = {
+        "n": n,
+        "prompts": curve["num_prompts"],
+        "bon_at_1": curve["bon_at_1"],
+        "gold_within_prompt_std": float(gold.std(axis=1).mean()),
+        "gain_at_n": curve["gain"][curve["ks"][-1]],
+        "gain_at_n_ci": list(gain_ci[curve["ks"][-1]]),
+        "normalised_gain_at_n": norm[curve["ks"][-1]],
+        "curve": {
+            str(k): {
+                "bon": curve["bon"][k],
+                "first_k": curve["first_k"][k],
+                "oracle": curve["oracle"][k],
+                "proxy": curve["proxy"][k],
+                "gain": curve["gain"][k],
+                "gain_ci": list(gain_ci[k]),
+                "normalised_gain": norm[k],
+            }
+            for k in curve["ks"]
+        },
+    }
+    # Per-prompt selections at every k, for prompt-level bootstraps downstream.
+    rows = {"prompt_id": prompt_ids, "bon_at_1": base.tolist()}
+    for c, k in enumerate(curve["ks"]):
+        rows[f"bon@{k}"] = per["bon"][:, c].tolist()
+        rows[f"oracle@{k}"] = per["oracle"][:, c].tolist()
+        rows[f"first@{k}"] = per["first_k"][:, c].tolist()
+    path = ctx.work_dir / "per_prompt.parquet"
+    pq.write_table(pa.table(rows), path)
+    ctx.add_artifact("per_prompt", path)
+    for k in curve["ks"]:
+        ctx.tracker.log({"bon/k": k, "bon/gold": curve["bon"][k], "bon/oracle": curve["oracle"][k],
+                         "bon/proxy": curve["proxy"][k], "bon/first_k": curve["first_k"][k]})
+    ctx.info.update(ids)
+    return metrics
+
+
+def run(cfg: DictConfig) -> Record:
+    """Best-of-N of ``cfg.rm`` on the pool of (policy, prompts); cached per (pool, rm, judge)."""
+    if cfg.ks is not None:
+        ks = [int(k) for k in cfg.ks]
+        bad = [k for k in ks if k < 1 or k > cfg.sampling.n]
+        if bad:
+            raise ConfigError(f"ks contains k={bad[0]}, but the pool has n={cfg.sampling.n} samples per prompt")
+    else:
+        ks = default_ks(cfg.sampling.n)
+    store = Store(cfg.paths.store)
+    rm = resolve_rm(cfg.rm, store)
+    pool, prompts = ensure_pool(cfg)
+    kind = prompts[0].kind if prompts else cfg.prompts.name
+    gold_key = judge_key(cfg.judge, kind)
+    pool_path = str(store.resolve(pool.artifacts["pool"]))
+    rm_key = {"rm": rm.input_id, "scorer": OmegaConf.to_container(cfg.scorer, resolve=True),
+              "profile": OmegaConf.to_container(cfg.profile, resolve=True)}
+    rm_scores, rm_sid = score_pool(cfg, pool_id=pool.id, pool_path=pool_path, prompts=prompts, scorer_key=rm_key,
+                                   make_scorer=lambda: reward_scorer(rm, cfg.scorer, cfg.profile), role="rm")
+    gold, gold_sid = score_pool(cfg, pool_id=pool.id, pool_path=pool_path, prompts=prompts, scorer_key=gold_key,
+                                make_scorer=lambda: gold_judge(cfg, kind), role="gold")
+    inputs = {"pool": pool.id, "rm_scores": rm_sid, "gold_scores": gold_sid}
+    ids = {"rm": {"id": rm.input_id, "lineage": rm.lineage}, "policy_lineage": str(cfg.model.lineage),
+           "prompts": cfg.prompts.name, "judge": gold_key}
+    return execute("bon", cfg, lambda ctx: _bon(ctx, cfg, pool, prompts, rm_scores, gold, ks, ids), inputs)
+
+
+assert BonConfig  # schema registration
+main = hydra_entry("bon", run)
+
+if __name__ == "__main__":
+    main()

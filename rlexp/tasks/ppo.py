@@ -1,0 +1,235 @@
+"""`rlexp ppo`: RL of a policy against a reward, gold-judged before and after.
+
+The policy trains on the prompt set's ``train`` split; afterwards it is sampled on the held-out
+``eval`` split exactly like a BoN pool (same sampling settings, through `rlexp sample`), and both
+pools are judged by the gold judge. The initial policy's pool is the cached one BoN uses, so the
+baseline is computed once per (policy, prompt set). ``rm`` is any reward: an RM of the policy's
+lineage, an RM of another lineage, or ``judge:rubric`` / ``judge:verifier`` (an upper bound).
+
+TRL 1.12's PPOTrainer cannot resume from a checkpoint: a killed run leaves no record and a rerun
+restarts cleanly (its scratch folder is cleared). ``trainer.save_steps`` still writes periodic
+policy checkpoints for inspection.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import time
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from rlexp.config import PPOConfig  # noqa: F401  (schema registration)
+from rlexp.downstream.bon_math import bootstrap_ci
+from rlexp.downstream.pool_scoring import score_pool
+from rlexp.errors import ConfigError
+from rlexp.runtime import RunContext, execute, hydra_entry
+from rlexp.scoring.resolve import gold_judge, judge_key, reward_for
+from rlexp.store import Record, Store
+
+
+def _validate(cfg: DictConfig) -> None:
+    t = cfg.trainer
+    if t.response_length < 1:
+        raise ConfigError(f"trainer.response_length={t.response_length} must be >= 1")
+    if t.total_episodes < 1:
+        raise ConfigError(f"trainer.total_episodes={t.total_episodes} must be >= 1")
+    batch = t.per_device_train_batch_size * t.gradient_accumulation_steps
+    if t.num_mini_batches < 1 or batch % t.num_mini_batches:
+        raise ConfigError(
+            f"batch size {batch} (per_device_train_batch_size x gradient_accumulation_steps) is not a multiple "
+            f"of trainer.num_mini_batches={t.num_mini_batches}"
+        )
+    if t.total_episodes < batch:
+        raise ConfigError(f"trainer.total_episodes={t.total_episodes} is smaller than one batch ({batch})")
+    if cfg.algorithm not in ("ppo", "grpo", "rloo"):
+        raise ConfigError(f"algorithm={cfg.algorithm!r} is not one of ppo, grpo, rloo")
+    if cfg.value_init not in ("auto", "rm", "policy"):
+        raise ConfigError(f"value_init={cfg.value_init!r} is not one of auto, rm, policy")
+
+
+def _settings(cfg: DictConfig, report_to: str, bf16: bool, use_cpu: bool) -> dict[str, Any]:
+    t = OmegaConf.to_container(cfg.trainer, resolve=True)
+    extra = t.pop("extra") or {}
+    t.pop("bf16")
+    save_steps = t.pop("save_steps")
+    out = {
+        **t,
+        "seed": cfg.seed,
+        "report_to": report_to,
+        "bf16": bf16,
+        "use_cpu": use_cpu,
+        "gradient_checkpointing": False,
+        "stop_token": "eos",
+        "num_sample_generations": 0,
+        "save_strategy": "steps" if save_steps else "no",
+        "disable_tqdm": True,
+        **({"save_steps": save_steps} if save_steps else {}),
+        **extra,
+    }
+    return out
+
+
+def _grpo_settings(cfg: DictConfig, report_to: str, bf16: bool, use_cpu: bool) -> dict[str, Any]:
+    t = cfg.trainer
+    group = 4
+    return {
+        "learning_rate": t.learning_rate,
+        "per_device_train_batch_size": max(group, t.per_device_train_batch_size // group * group),
+        "num_generations": group,
+        "max_completion_length": t.response_length,
+        "max_steps": max(1, t.total_episodes // max(group, t.per_device_train_batch_size)),
+        "temperature": t.temperature,
+        "beta": t.kl_coef,
+        "logging_steps": t.logging_steps,
+        "report_to": report_to,
+        "bf16": bf16,
+        "use_cpu": use_cpu,
+        "seed": cfg.seed,
+        "save_strategy": "no",
+        "disable_tqdm": True,
+        **OmegaConf.to_container(t.extra, resolve=True),
+    }
+
+
+def _eval_pool(cfg: DictConfig, policy: str | None) -> tuple[Record, list[Any]]:
+    """A pool of the eval prompts, sampled like BoN's (policy=None: the initial policy's, shared)."""
+    from rlexp.tasks.bon import ensure_pool
+
+    sub = OmegaConf.merge(cfg, {"policy": policy, "logger": {"kind": "none"}}) if policy else cfg
+    return ensure_pool(sub)
+
+
+def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str, reward: Any, rm_id: str,
+         rm_lineage: str | None, train_prompts: list[Any], before: Record) -> dict[str, Any]:
+    import torch
+
+    from rlexp.downstream import ppo as adapter
+    from rlexp.models.lineages import _quiet_libraries
+    from rlexp.models.loading import load_causal_lm, load_reward_model, load_tokenizer
+    from rlexp.models.reward_training import deepspeed_env, lora_config
+
+    _quiet_libraries()
+    torch.manual_seed(cfg.seed)
+    t0 = time.time()
+    scratch = ctx.work_dir / "trainer"
+    shutil.rmtree(scratch, ignore_errors=True)  # no resume in TRL's PPO: restart cleanly
+    use_cpu = not torch.cuda.is_available() or cfg.runtime.device == "cpu"
+    bf16 = (not use_cpu) if cfg.trainer.bf16 == "auto" else str(cfg.trainer.bf16).lower() == "true"
+    report_to = "wandb" if ctx.tracker.run is not None else "none"
+    tokenizer = load_tokenizer(policy_path, padding_side="left")
+    if not getattr(tokenizer, "chat_template", None):
+        raise ConfigError(f"policy {policy_path} has no chat template")
+    policy = load_causal_lm(policy_path)
+    peft = lora_config(cfg.peft.r, cfg.peft.alpha, cfg.peft.dropout, cfg.peft.target_modules) if cfg.peft.enabled else None
+    if peft is not None:
+        peft.task_type = "CAUSAL_LM"
+    if cfg.deepspeed.name != "none":
+        deepspeed_env()
+    same_lineage = rm_lineage is not None and rm_lineage == policy_lineage
+    if cfg.algorithm == "ppo":
+        ref_policy = None if peft is not None else copy.deepcopy(policy)
+        value_from = cfg.value_init
+        if value_from == "auto":
+            value_from = "rm" if same_lineage else "policy"
+        if value_from == "rm":
+            if not same_lineage:
+                raise ConfigError("value_init=rm needs an RM of the policy's lineage (the value model reads policy tokens)")
+            from rlexp.scoring.resolve import resolve_rm
+
+            value = load_reward_model(resolve_rm(str(cfg.rm), ctx.store).path)
+        else:
+            value = load_reward_model(policy_path, init_head=True)
+        value.config.pad_token_id = tokenizer.pad_token_id
+        reward_model = adapter.reward_module(reward, tokenizer, train_prompts, cfg.sampling.profile_k, cfg.reward_scale)
+        settings = _settings(cfg, report_to, bf16, use_cpu)
+        if cfg.deepspeed.name != "none":
+            settings["deepspeed"] = OmegaConf.to_container(cfg.deepspeed.config, resolve=True)
+        args = adapter.ppo_config(str(scratch), settings)
+        dataset = adapter.tokenise_prompts(tokenizer, train_prompts, cfg.sampling.profile_k)
+        trained, value_trained, train_metrics = adapter.train_ppo(
+            args=args, tokenizer=tokenizer, policy=policy, ref_policy=ref_policy, value_model=value,
+            reward_model=reward_model, dataset=dataset, peft_config=peft,
+        )
+        value_trained.save_pretrained(ctx.work_dir / "value", safe_serialization=True)
+        ctx.add_artifact("value", ctx.work_dir / "value")
+        ctx.info["reward_samples"] = [
+            {"prompt": p, "response": r, "reward": s}
+            for p, r, s in zip(reward_model.log.prompts[-8:], reward_model.log.responses[-8:], reward_model.log.scores[-8:], strict=False)
+        ]
+        rewards = np.asarray(reward_model.log.scores)
+        train_metrics["reward/first_batch_mean"] = float(rewards[: cfg.trainer.per_device_train_batch_size].mean())
+        train_metrics["reward/last_batch_mean"] = float(rewards[-cfg.trainer.per_device_train_batch_size :].mean())
+    else:
+        trained, train_metrics = adapter.train_grpo_like(
+            cfg.algorithm, out=str(scratch), settings=_grpo_settings(cfg, report_to, bf16, use_cpu),
+            tokenizer=tokenizer, policy=policy, scorer=reward, prompts=train_prompts,
+            profile_k=cfg.sampling.profile_k, peft_config=peft,
+        )
+    train_seconds = time.time() - t0
+    out = ctx.work_dir / "policy"
+    trained.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    shutil.rmtree(scratch, ignore_errors=True)
+    ctx.add_artifact("policy", out)
+    ctx.tracker.artifact(f"policy-{ctx.rid}", "model", out)
+
+    # Evaluation: the trained policy's pool on the held-out prompts, judged like the baseline's.
+    after, prompts = _eval_pool(cfg, str(out))
+    kind = prompts[0].kind if prompts else str(cfg.prompts.name)
+    store = Store(cfg.paths.store)
+    gkey = judge_key(cfg.judge, kind)
+
+    def judged(pool: Record, key: dict[str, Any], factory: Any, role: str) -> np.ndarray:
+        scores, _ = score_pool(cfg, pool_id=pool.id, pool_path=str(store.resolve(pool.artifacts["pool"])),
+                               prompts=prompts, scorer_key=key, make_scorer=factory, role=role)
+        return scores.mean(axis=1)
+
+    gold_before = judged(before, gkey, lambda: gold_judge(cfg, kind), "gold")
+    gold_after = judged(after, gkey, lambda: gold_judge(cfg, kind), "gold")
+    rm_key = {"rm": rm_id, "scorer": OmegaConf.to_container(cfg.scorer, resolve=True),
+              "profile": OmegaConf.to_container(cfg.profile, resolve=True)}
+    proxy_before = judged(before, rm_key, lambda: reward, "rm")
+    proxy_after = judged(after, rm_key, lambda: reward, "rm")
+    gain = gold_after - gold_before
+    lo, hi = bootstrap_ci(gain, n_boot=cfg.n_boot, seed=cfg.seed)
+    ctx.info.update({"policy_lineage": policy_lineage, "rm": {"id": rm_id, "lineage": rm_lineage},
+                     "lineage_match": same_lineage, "eval_pool": after.id, "baseline_pool": before.id,
+                     "judge": gkey, "algorithm": cfg.algorithm})
+    return {
+        "gold_before": float(gold_before.mean()),
+        "gold_after": float(gold_after.mean()),
+        "gain": float(gain.mean()),
+        "gain_ci": [lo, hi],
+        "proxy_before": float(proxy_before.mean()),
+        "proxy_after": float(proxy_after.mean()),
+        "final_kl": train_metrics.get("objective/kl"),
+        "train": train_metrics,
+        "time/train_s": train_seconds,
+        "time/total_s": time.time() - t0,
+    }
+
+
+def run(cfg: DictConfig) -> Record:
+    """Train (or find) the policy ``cfg`` describes and measure its gold gain."""
+    from rlexp.tasks.sample import load_prompt_set, resolve_policy
+
+    _validate(cfg)
+    policy_path, policy_id, policy_lineage = resolve_policy(cfg)
+    reward, rm_id, rm_lineage = reward_for(cfg)
+    train_prompts, train_id = load_prompt_set(cfg, split=cfg.prompts.train_split)
+    before, _ = _eval_pool(cfg, None)
+    inputs = {"policy": policy_id, "rm": rm_id, "train_prompts": train_id, "baseline_pool": before.id}
+    return execute(
+        "ppo", cfg,
+        lambda ctx: _ppo(ctx, cfg, policy_path, policy_lineage, reward, rm_id, rm_lineage, train_prompts, before),
+        inputs,
+    )
+
+
+main = hydra_entry("ppo", run)
+
+if __name__ == "__main__":
+    main()

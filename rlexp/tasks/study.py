@@ -1,0 +1,208 @@
+"""`rlexp study experiment=<preset>`: the whole grid in one resumable command.
+
+lineages × mixes × epochs -> train_rm; every RM -> evaluate (both benchmarks, each profile mode);
+one pool per (policy, prompt set) -> bon for every RM; ppo for a configured subset of RMs (plus
+the gold judge as an upper bound); then correlate. Every step is a task run with its record, so
+a killed study resumes where it stopped, a finished one only re-renders, and adding an RM costs
+that RM's steps. Steps of a stage run in parallel processes (joblib, ``study.n_jobs``) with
+``runtime.threads`` torch threads each; a failed step is reported and does not stop the others.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from dataclasses import dataclass, field
+
+from omegaconf import DictConfig, OmegaConf
+
+from rlexp.config import TaskBase, register
+from rlexp.errors import ConfigError, RlexpError
+from rlexp.runtime import compose_task, hydra_entry, one_line
+from rlexp.store import Record
+
+log = logging.getLogger("rlexp")
+
+
+@dataclass
+class PPOPick:
+    model: str = "tiny_llama"
+    data: str = "personal"
+    epochs: float = 1.0
+
+
+@dataclass
+class StudyGrid:
+    lineages: list[str] = field(default_factory=lambda: ["tiny_llama", "tiny_qwen"])
+    mixes: list[str] = field(default_factory=lambda: ["general", "personal", "mix", "flipped"])
+    epochs: list[float] = field(default_factory=lambda: [1.0, 2.0])
+    train_profile: str = "planner"
+    eval_profiles: list[str] = field(default_factory=lambda: ["none", "planner"])
+    prompt_sets: list[str] = field(default_factory=lambda: ["personalized", "general"])
+    policy: str = "tiny_llama"
+    ppo: list[PPOPick] = field(default_factory=list)
+    ppo_upper_bound: bool = True
+    n_jobs: int = 2
+    overrides: dict[str, list[str]] = field(default_factory=dict)  # task -> extra hydra overrides
+
+
+@dataclass
+class StudyConfig(TaskBase):
+    task_name: str = "study"
+    study: StudyGrid = field(default_factory=StudyGrid)  # typed here; other tasks ignore it
+    k: int | None = None
+
+
+register("study", StudyConfig)
+
+
+@dataclass
+class Step:
+    task: str
+    key: str
+    cfg: DictConfig
+
+
+def _run_step(step: Step, threads: int) -> tuple[str, str | None, str | None]:
+    """(key, record id, error). Runs in a worker process or in-process."""
+    import importlib
+    import os
+
+    if threads > 0:
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        import torch
+
+        torch.set_num_threads(threads)
+    try:
+        module = importlib.import_module(f"rlexp.tasks.{step.task}")
+        record = module.run(step.cfg)
+        return step.key, record.id, None
+    except RlexpError as exc:
+        return step.key, None, one_line(exc)
+    except Exception as exc:  # a failed step must not stop the study
+        tb = traceback.format_exc(limit=3).strip().splitlines()
+        return step.key, None, f"{type(exc).__name__}: {one_line(exc)} ({tb[-2].strip() if len(tb) > 1 else ''})"
+
+
+def _run_stage(name: str, steps: list[Step], n_jobs: int, threads: int) -> dict[str, tuple[str | None, str | None]]:
+    from joblib import Parallel, delayed
+
+    start = time.time()
+    if not steps:
+        return {}
+    log.info("study: stage %s, %d step(s)", name, len(steps))
+    if n_jobs > 1 and len(steps) > 1:
+        results = Parallel(n_jobs=min(n_jobs, len(steps)), backend="loky")(delayed(_run_step)(s, threads) for s in steps)
+    else:
+        results = [_run_step(s, threads) for s in steps]
+    out = {key: (rid, err) for key, rid, err in results}
+    failed = {k: e for k, (_, e) in out.items() if e}
+    for key, err in failed.items():
+        log.error("study: %s failed: %s", key, err)
+    log.info("study: stage %s done in %.1fs (%d failed)", name, time.time() - start, len(failed))
+    return out
+
+
+def run(cfg: DictConfig) -> Record:
+    """Run (or resume) the grid, then correlate what finished."""
+    g = cfg.study
+    if not g.lineages or not g.mixes or not g.epochs:
+        raise ConfigError("study grid is empty: study.lineages, study.mixes and study.epochs need at least one value")
+    common = [
+        f"paths.root={cfg.paths.root}",
+        f"paths.store={cfg.paths.store}",
+        f"paths.cache={cfg.paths.cache}",
+        f"paths.output_root={cfg.paths.output_root}",
+        f"logger={'wandb' if cfg.logger.kind == 'wandb' else 'none'}",
+        f"logger.mode={cfg.logger.mode}",
+        f"experiment_name={cfg.experiment_name}",
+        f"seed={cfg.seed}",
+        f"sandbox.seed={cfg.sandbox.seed}",
+        f"sandbox.difficulty={cfg.sandbox.difficulty}",
+        f"runtime.threads={cfg.runtime.threads}",
+        f"progress={str(bool(cfg.progress)).lower()}",
+    ]
+    extra = {k: list(v) for k, v in (OmegaConf.to_container(g.overrides) or {}).items()}
+
+    def task_cfg(task: str, overrides: list[str]) -> DictConfig:
+        return compose_task(task, common + overrides + extra.get(task, []))
+
+    threads = int(cfg.runtime.threads)
+    results: dict[str, tuple[str | None, str | None]] = {}
+
+    # Stage 0: shared inputs (sandbox, lineages) once, before parallel jobs race to build them.
+    from rlexp.models.lineages import resolve_lineage
+
+    for lineage in dict.fromkeys([*g.lineages, g.policy]):
+        resolve_lineage(task_cfg("train_rm", [f"model={lineage}"]))
+
+    # Stage 1: reward models.
+    train_steps = []
+    for lineage in g.lineages:
+        for mix in g.mixes:
+            for epochs in g.epochs:
+                key = f"train_rm/{lineage}/{mix}/e{epochs:g}"
+                ov = [f"model={lineage}", f"data={mix}", f"trainer.epochs={epochs}", f"profile={g.train_profile}"]
+                train_steps.append(Step("train_rm", key, task_cfg("train_rm", ov)))
+    results.update(_run_stage("train_rm", train_steps, g.n_jobs, threads))
+    rms = {s.key: results[s.key][0] for s in train_steps if results[s.key][0]}
+
+    # Stage 2: evaluation of every RM, and the pools (one per policy x prompt set).
+    eval_steps = []
+    for key, rid in rms.items():
+        for i, mode in enumerate(g.eval_profiles):
+            bench = "both" if i == 0 else "prb"
+            eval_steps.append(Step("evaluate", f"evaluate/{key}/{mode}",
+                                   task_cfg("evaluate", [f"rm={rid}", f"benchmark={bench}", f"profile={mode}"])))
+    pool_steps = [
+        Step("sample", f"sample/{g.policy}/{ps}", task_cfg("sample", [f"model={g.policy}", f"prompts={ps}"]))
+        for ps in g.prompt_sets
+    ]
+    results.update(_run_stage("evaluate+sample", eval_steps + pool_steps, g.n_jobs, threads))
+
+    # Stage 3: Best-of-N for every RM on every prompt set; PPO for the configured subset.
+    down_steps = []
+    for key, rid in rms.items():
+        for ps in g.prompt_sets:
+            ov = [f"rm={rid}", f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"]
+            down_steps.append(Step("bon", f"bon/{key}/{ps}", task_cfg("bon", ov)))
+    for pick in g.ppo:
+        key = f"train_rm/{pick.model}/{pick.data}/e{float(pick.epochs):g}"
+        if key not in rms:
+            log.error("study: ppo pick %s has no trained RM (not in the grid or failed)", key)
+            results[f"ppo/{key}"] = (None, "no trained RM for this pick")
+            continue
+        for ps in g.prompt_sets:
+            ov = [f"rm={rms[key]}", f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"]
+            down_steps.append(Step("ppo", f"ppo/{key}/{ps}", task_cfg("ppo", ov)))
+    if g.ppo and g.ppo_upper_bound:
+        for ps in g.prompt_sets:
+            judge = "rubric" if ps == "personalized" else "verifier"
+            ov = [f"rm=judge:{judge}", f"model={g.policy}", f"prompts={ps}"]
+            down_steps.append(Step("ppo", f"ppo/upper_bound/{ps}", task_cfg("ppo", ov)))
+    results.update(_run_stage("bon+ppo", down_steps, g.n_jobs, threads))
+
+    # Stage 4: correlate what finished, and say what did not.
+    record_ids = sorted({rid for rid, _ in results.values() if rid})
+    failed = {k: e for k, (_, e) in results.items() if e}
+    from rlexp.tasks import correlate
+
+    corr_overrides = [f"records=[{','.join(record_ids)}]"] + ([f"k={cfg.k}"] if cfg.k else [])
+    corr_cfg = task_cfg("correlate", corr_overrides)
+    record = correlate.run(corr_cfg)
+    from rlexp.store import Store
+
+    report = Store(cfg.paths.store).resolve(record.artifacts.get("report", ""))
+    if failed:
+        print(f"rlexp study: {len(failed)} step(s) failed:")
+        for k, e in failed.items():
+            print(f"  {k}: {e}")
+    print(f"rlexp study: {len(rms)} reward models, {len(record_ids)} records; report: {report}")
+    return record
+
+
+main = hydra_entry("study", run)
+
+if __name__ == "__main__":
+    main()

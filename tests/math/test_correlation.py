@@ -1,0 +1,245 @@
+"""Tests for rlexp.analysis.correlation (PRB reference §8)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from rlexp.analysis.correlation import (
+    DEFAULT_NDCG_VARIANTS,
+    Corr,
+    bootstrap_prompts,
+    correlate,
+    kendall,
+    ndcg,
+    pearson,
+    spearman,
+)
+from rlexp.errors import ConfigError, DataError
+
+# ---------------------------------------------------------------------------------------------
+# scipy wrappers
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_wrappers_equal_scipy(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=12)
+    y = 0.3 * x + rng.normal(size=12)
+    xi, yi = rng.integers(0, 4, size=15), rng.integers(0, 4, size=15)  # heavy ties
+    for a, b in ((x, y), (xi, yi)):
+        rho = stats.spearmanr(a, b)
+        tau = stats.kendalltau(a, b)  # tau-b is scipy's default
+        r = stats.pearsonr(a, b)
+        assert tuple(spearman(a, b)) == pytest.approx((rho.statistic, rho.pvalue))
+        assert tuple(kendall(a, b)) == pytest.approx((tau.statistic, tau.pvalue))
+        assert tuple(pearson(a, b)) == pytest.approx((r.statistic, r.pvalue))
+
+
+def test_kendall_is_tau_b_not_tau_a() -> None:
+    x, y = [1, 1, 2, 3], [1, 2, 2, 3]
+    # concordant 4 (of pairs 02,03,13,23), discordant 0, ties only-x 1 (01), only-y 1 (12)
+    tau_b = 4 / math.sqrt((4 + 0 + 1) * (4 + 0 + 1))
+    assert kendall(x, y).value == pytest.approx(tau_b)
+
+
+def test_wrappers_undefined_cases() -> None:
+    few = spearman([1.0, 2.0], [2.0, 1.0])
+    assert (few.value, few.pvalue, few.n) == (None, None, 2)
+    assert "fewer than 3" in few.note
+    flat = pearson([1.0, 1.0, 1.0], [1.0, 2.0, 3.0])
+    assert flat.value is None and flat.note == "constant benchmark scores"
+    assert kendall([1.0, 2.0, 3.0], [4.0, 4.0, 4.0]).note == "constant downstream scores"
+    stat, p = spearman([1, 2, 3, 4], [1, 3, 2, 4])
+    assert stat == pytest.approx(0.8) and p is not None
+    with pytest.raises(DataError, match="item 1"):
+        spearman([1.0, float("nan"), 2.0], [1.0, 2.0, 3.0])
+    with pytest.raises(DataError, match="3 items but downstream has 2"):
+        pearson([1.0, 2.0, 3.0], [1.0, 2.0])
+
+
+# ---------------------------------------------------------------------------------------------
+# NDCG
+# ---------------------------------------------------------------------------------------------
+
+
+def brute_force_ndcg(bench: list[float], down: list[float], relevance: str, gain: str, k: int | None) -> float | None:
+    """Direct definition: enumerate every order of each tied benchmark block and average the DCG."""
+    m = len(bench)
+    if relevance == "rank":
+        # rank 1 = best, ties get their average rank: 1 + #strictly better + (#tied others) / 2
+        rel = [m - (1 + sum(o > d for o in down) + (sum(o == d for o in down) - 1) / 2) for d in down]
+    elif relevance == "minmax":
+        lo, hi = min(down), max(down)
+        if hi == lo:
+            return None
+        rel = [(d - lo) / (hi - lo) for d in down]
+    else:
+        rel = list(down)
+    g = [r if gain == "linear" else 2.0**r - 1.0 for r in rel]
+    cutoff = m if k is None else min(k, m)
+
+    def dcg(order: list[int]) -> float:
+        return sum(g[item] / math.log2(pos + 2) for pos, item in enumerate(order[:cutoff]))
+
+    ideal = dcg(sorted(range(m), key=lambda i: -g[i]))
+    if ideal <= 0:
+        return None
+    blocks = [[i for i in range(m) if bench[i] == v] for v in sorted(set(bench), reverse=True)]
+    totals, count = 0.0, 0
+    for perms in itertools.product(*(itertools.permutations(b) for b in blocks)):
+        totals += dcg([i for block in perms for i in block])
+        count += 1
+    return totals / count / ideal
+
+
+@pytest.mark.parametrize(("relevance", "gain"), DEFAULT_NDCG_VARIANTS)
+@pytest.mark.parametrize("seed", range(5))
+def test_ndcg_equals_brute_force_with_ties(relevance: str, gain: str, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for m in (1, 2, 3, 5, 7):
+        bench = list(rng.integers(0, 3, size=m).astype(float))  # tied benchmark blocks
+        down = list(rng.integers(0, 4, size=m) / 2.0)  # tied downstream scores, non-negative
+        for k in (None, 1, 2, m + 3):
+            expected = brute_force_ndcg(bench, down, relevance, gain, k)
+            got = ndcg(bench, down, relevance=relevance, gain=gain, k=k)
+            if expected is None:
+                assert got is None
+            else:
+                assert got == pytest.approx(expected, abs=1e-12), (bench, down, k)
+
+
+def test_ndcg_hand_computed() -> None:
+    assert ndcg([3, 2, 1], [30, 20, 10]) == pytest.approx(1.0)
+    # reversed, rank relevance: gains in benchmark order 0, 1, 2; ideal 2, 1, 0
+    worst3 = (0 + 1 / math.log2(3) + 2 / 2) / (2 + 1 / math.log2(3) + 0)
+    assert ndcg([1, 2, 3], [30, 20, 10]) == pytest.approx(worst3)
+    # PRB §8: with six RMs and rank relevance the worst possible NDCG is about 0.61
+    assert ndcg(range(6), range(6, 0, -1)) == pytest.approx(0.6086, abs=1e-4)
+    # all benchmark scores tied: every position gets the mean gain
+    disc = [1 / math.log2(i + 2) for i in range(3)]
+    assert ndcg([5, 5, 5], [1, 2, 3]) == pytest.approx(1.0 * sum(disc) / (2 * disc[0] + 1 * disc[1]))
+    # exp2 averages the gains, not the relevances: block of rel {0, 2} -> mean gain (0 + 3) / 2
+    exp2_tied = (1.5 * disc[0] + 1.5 * disc[1] + 1 * disc[2]) / (3 * disc[0] + 1 * disc[1])
+    assert ndcg([5, 5, 1], [0, 2, 1], gain="exp2") == pytest.approx(exp2_tied)
+    # K = 1 only looks at the top-ranked RM
+    assert ndcg([3, 2, 1], [20, 30, 10], k=1) == pytest.approx(1 / 2)
+
+
+def test_ndcg_degenerate_and_errors() -> None:
+    assert ndcg([1, 2, 3], [4, 4, 4], relevance="minmax") is None
+    assert ndcg([1, 2, 3], [4, 4, 4], relevance="rank") == pytest.approx(1.0)
+    assert ndcg([1, 2, 3], [0, 0, 0], relevance="raw") is None
+    with pytest.raises(ConfigError, match="relevance"):
+        ndcg([1, 2], [1, 2], relevance="dense")
+    with pytest.raises(ConfigError, match="gain"):
+        ndcg([1, 2], [1, 2], gain="log")
+    with pytest.raises(ConfigError):
+        ndcg([1, 2], [1, 2], k=0)
+    with pytest.raises(DataError, match="non-negative"):
+        ndcg([1, 2], [-1, 2], relevance="raw")
+    with pytest.raises(DataError):
+        ndcg([], [])
+    with pytest.raises(DataError, match="overflows"):
+        ndcg([1, 2], [0, 2000], relevance="raw", gain="exp2")
+
+
+def test_ndcg_raw_linear_matches_sklearn_when_available() -> None:
+    metrics = pytest.importorskip("sklearn.metrics")
+    rng = np.random.default_rng(11)
+    bench, down = rng.integers(0, 3, size=8).astype(float), rng.random(8)
+    assert ndcg(bench, down, relevance="raw") == pytest.approx(metrics.ndcg_score([down], [bench]))
+
+
+# ---------------------------------------------------------------------------------------------
+# correlate / bootstrap
+# ---------------------------------------------------------------------------------------------
+
+
+def test_correlate_point_estimates_and_names() -> None:
+    bench = [0.2, 0.5, 0.4, 0.9, 0.7, 0.1]
+    down = [1.0, 1.3, 1.1, 1.6, 1.2, 1.05]
+    out = correlate(bench, down, n_boot=0)
+    names = [c.name for c in out]
+    assert names[:3] == ["spearman", "kendall", "pearson"]
+    assert names[3:] == [f"ndcg[{r},{g}]" for r, g in DEFAULT_NDCG_VARIANTS]
+    assert out[0].value == pytest.approx(stats.spearmanr(bench, down).statistic)
+    assert out[3].value == pytest.approx(ndcg(bench, down))
+    assert all(c.ci_low is None for c in out)
+    custom = correlate(bench, down, methods=("ndcg",), ndcg_variants=[("rank", "exp2", 3)], n_boot=0)
+    assert [c.name for c in custom] == ["ndcg[rank,exp2]@3"]
+    assert custom[0].value == pytest.approx(ndcg(bench, down, gain="exp2", k=3))
+
+
+def test_correlate_bootstrap_resamples_items() -> None:
+    rng = np.random.default_rng(2)
+    bench = rng.normal(size=10)
+    down = bench + rng.normal(scale=0.5, size=10)
+    (rho,) = correlate(bench, down, methods=("spearman",), n_boot=150, seed=9)
+    # independent replica of the resampling loop
+    gen = np.random.default_rng(9)
+    reps = []
+    for _ in range(150):
+        idx = gen.integers(0, 10, size=10)
+        xb, yb = bench[idx], down[idx]
+        if np.ptp(xb) > 0 and np.ptp(yb) > 0:
+            reps.append(stats.spearmanr(xb, yb).statistic)
+    assert (rho.ci_low, rho.ci_high) == pytest.approx(tuple(np.quantile(reps, [0.025, 0.975])))
+    assert rho.ci_low <= rho.value <= rho.ci_high
+    again = correlate(bench, down, methods=("spearman",), n_boot=150, seed=9)[0]
+    assert (again.ci_low, again.ci_high) == (rho.ci_low, rho.ci_high)
+
+
+def test_correlate_reports_undefined_replicates_and_bad_input() -> None:
+    (rho,) = correlate([1.0, 2.0, 3.0], [1.0, 3.0, 2.0], methods=("spearman",), n_boot=200, seed=0)
+    assert rho.note is not None and "bootstrap replicates undefined" in rho.note
+    raw = correlate([1.0, 2.0, 3.0], [-1.0, 0.0, 1.0], methods=("ndcg",), ndcg_variants=[("raw", "linear")], n_boot=0)
+    assert raw[0].value is None and "non-negative" in raw[0].note
+    with pytest.raises(ConfigError, match="unknown correlation method"):
+        correlate([1, 2, 3], [1, 2, 3], methods=("rbo",))
+    with pytest.raises(ConfigError):
+        correlate([1, 2, 3], [1, 2, 3], ndcg_variants=[("dense", "linear")])
+    with pytest.raises(ConfigError):
+        correlate([1, 2, 3], [1, 2, 3], alpha=0.0)
+
+
+def test_bootstrap_prompts_paired_resampling() -> None:
+    rng = np.random.default_rng(4)
+    n_rms, n_prompts = 6, 40
+    bench = rng.normal(size=n_rms)
+    matrix = bench[:, None] + rng.normal(size=(n_rms, n_prompts))
+    out = bootstrap_prompts(
+        bench, matrix, methods=("pearson", "ndcg"), ndcg_variants=[("rank", "linear")], n_boot=100, seed=1
+    )
+    assert [c.name for c in out] == ["pearson", "ndcg[rank,linear]"]
+    means = matrix.mean(axis=1)
+    assert out[0].value == pytest.approx(stats.pearsonr(bench, means).statistic)
+    assert out[1].value == pytest.approx(ndcg(bench, means))
+    gen = np.random.default_rng(1)
+    reps = []
+    for _ in range(100):
+        idx = gen.integers(0, n_prompts, size=n_prompts)  # same prompts for every RM
+        reps.append(stats.pearsonr(bench, matrix[:, idx].mean(axis=1)).statistic)
+    assert (out[0].ci_low, out[0].ci_high) == pytest.approx(tuple(np.quantile(reps, [0.025, 0.975])))
+
+
+def test_bootstrap_prompts_errors() -> None:
+    with pytest.raises(DataError, match="3 RMs but downstream_per_prompt has 2 rows"):
+        bootstrap_prompts([1, 2, 3], np.zeros((2, 4)))
+    bad = np.zeros((3, 4))
+    bad[2, 1] = np.nan
+    with pytest.raises(DataError, match="RM 2, prompt 1"):
+        bootstrap_prompts([1, 2, 3], bad)
+    with pytest.raises(DataError, match="no prompts"):
+        bootstrap_prompts([1, 2, 3], np.zeros((3, 0)))
+
+
+def test_corr_unpacks_to_value_and_pvalue() -> None:
+    c = Corr("x", 0.5, 0.01, 10)
+    value, pvalue = c
+    assert (value, pvalue) == (0.5, 0.01)
