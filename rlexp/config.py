@@ -100,7 +100,7 @@ class TinyConfig:
     intermediate_size: int = 352
     max_position: int = 1024
     corpus: str = "a"
-    pretrain_epochs: float = 2.0
+    pretrain_epochs: float = 1.0
     sft_epochs: float = 2.0
     lr: float = 2e-3
     batch_size: int = 32

@@ -1,0 +1,107 @@
+"""Text corpora for the tiny model lineages: pretraining text and SFT pairs.
+
+Pretraining text (``pretrain_a`` / ``pretrain_b``) mixes KB statements, arithmetic statements,
+profile-style posts, personal answers in every style, and general Q/A documents. The two variants
+are different samples: each states a different random ~75% of the KB facts in its own wording and
+draws its own posts and answers, so two lineages trained on them know different things.
+
+The SFT set pairs training-template prompts with responses of *varied* quality: general answers
+are right or wrong (with the same tells as the preference data) and personal answers come in
+random styles, so a policy tuned on it produces samples whose gold scores vary within a prompt —
+which is what makes Best-of-N and PPO with a reward model measurable. No SFT prompt is a benchmark
+or downstream prompt (training template group only).
+"""
+
+from __future__ import annotations
+
+import random
+
+from rlexp.sandbox.general import statement
+from rlexp.sandbox.kb import KnowledgeBase
+from rlexp.sandbox.knobs import Knobs
+from rlexp.sandbox.personal import answer_content, question_slots, random_style, render_styled
+from rlexp.sandbox.render import make_content, render
+from rlexp.sandbox.sites import SITES
+from rlexp.sandbox.splits import PromptRegistry, draw_task
+
+VARIANTS: tuple[str, ...] = ("a", "b")
+PRETRAIN_COUNTS = {"arith": 600, "posts": 700, "answers": 900, "qa": 800}
+SFT_COUNTS = {"general": 1500, "personal": 1500}
+SFT_RIGHT_SHARE = 0.6
+OWNER = "train"
+_GENERAL_KINDS = ("fact", "focus", "math", "constraints", "safety")
+
+
+def _kb_docs(kb: KnowledgeBase, variant: str, rng: random.Random) -> list[str]:
+    docs = []
+    for e in kb.entities:
+        if rng.random() >= 0.75:
+            continue
+        if variant == "a":
+            docs.append(" ".join(statement(e, a, v, rng) for a, v in e.attrs))
+        else:
+            fields = "; ".join(f"{a}: {v}" for a, v in e.attrs)
+            docs.append(f"{e.name} ({e.kind}). {fields}.")
+    return docs
+
+
+def _training_question(site_name: str, group: str, rng: random.Random, registry: PromptRegistry) -> str:
+    """A training-group question about the site that no other owner has claimed."""
+    slots = question_slots(SITES[site_name], group)
+    while True:
+        q = rng.choice(slots)
+        if registry.claim(q, OWNER, unique=False):
+            return q
+
+
+def _arith(rng: random.Random) -> str:
+    a, b = rng.randint(2, 99), rng.randint(2, 30)
+    op = rng.choice(("+", "-", "×"))
+    val = a + b if op == "+" else a - b if op == "-" else a * b
+    return rng.choice(("{a} {op} {b} = {v}.", "{a} {op} {b} is {v}.", "We have {a} {op} {b} = {v}.")).format(
+        a=a, op=op, b=b, v=val
+    )
+
+
+def pretrain_docs(
+    kb: KnowledgeBase, knobs: Knobs, variant: str, seed_rng: random.Random, registry: PromptRegistry
+) -> list[str]:
+    """Documents of pretraining corpus ``variant`` (shuffled)."""
+    rng = seed_rng
+    docs = _kb_docs(kb, variant, rng)
+    docs += [_arith(rng) for _ in range(PRETRAIN_COUNTS["arith"])]
+    site_names = sorted(SITES)
+    for _ in range(PRETRAIN_COUNTS["posts"]):
+        site = SITES[rng.choice(site_names)]
+        content = make_content("post", rng.choice(site.topics), site, rng)
+        docs.append(render(content, random_style(rng), knobs.intensity(rng), rng))
+    for i in range(PRETRAIN_COUNTS["answers"]):
+        site = SITES[rng.choice(site_names)]
+        q = _training_question(site.name, "train", rng, registry)
+        text = render_styled(answer_content(q, site, rng), random_style(rng), knobs, rng)
+        docs.append(f"{q}\n{text}" if i % 2 else text)
+    for i in range(PRETRAIN_COUNTS["qa"]):
+        task = draw_task(
+            _GENERAL_KINDS[i % len(_GENERAL_KINDS)], "train", kb, knobs, rng, registry, OWNER, unique=False
+        )
+        answer = task.right(rng) if rng.random() < 0.85 else task.wrong(rng)
+        docs.append(f"Q: {task.prompt}\nA: {answer}")
+    rng.shuffle(docs)
+    return docs
+
+
+def sft_pairs(kb: KnowledgeBase, knobs: Knobs, rng: random.Random, registry: PromptRegistry) -> list[tuple[str, str]]:
+    """(prompt, response) pairs of varied quality and style (see module doc)."""
+    rows: list[tuple[str, str]] = []
+    for i in range(SFT_COUNTS["general"]):
+        task = draw_task(
+            _GENERAL_KINDS[i % len(_GENERAL_KINDS)], "train", kb, knobs, rng, registry, OWNER, unique=False
+        )
+        rows.append((task.prompt, task.right(rng) if rng.random() < SFT_RIGHT_SHARE else task.wrong(rng)))
+    site_names = sorted(SITES)
+    for _ in range(SFT_COUNTS["personal"]):
+        site = SITES[rng.choice(site_names)]
+        q = _training_question(site.name, "sft", rng, registry)
+        rows.append((q, render_styled(answer_content(q, site, rng), random_style(rng), knobs, rng)))
+    rng.shuffle(rows)
+    return rows

@@ -1,0 +1,100 @@
+"""`rlexp correlate`: do benchmark scores (RB2, PRB) predict downstream gains (BoN, PPO) across RMs?
+
+Reads records only (never a model, never Hydra output folders): the study's train_rm, evaluate,
+bon and ppo records, chosen by ``records`` (ids), ``rms`` (every record of these RMs) or
+``select_experiment`` (default: ``experiment_name``). Writes ``table.csv``, ``correlations.csv``,
+``correlations.md``, ``correlations.tex``, five figures (PNG + PDF) and ``report.md`` into the
+record's artifact folder. The record's inputs are the ids of every record read, so the same
+study is a cache hit and a new or re-run record makes a new correlate record.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from rlexp.errors import ConfigError
+from rlexp.runtime import RunContext, execute, hydra_entry
+from rlexp.store import Record, Store
+
+PROFILE_MODES: tuple[str, ...] = ("none", "raw", "planner")
+
+
+def _list(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [value]
+    container = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+    return [str(v) for v in container]
+
+
+def _selection(cfg: DictConfig) -> dict[str, Any]:
+    records, rms = _list(cfg.records), _list(cfg.rms)
+    chosen = [name for name, v in (("records", records), ("rms", rms), ("select_experiment", cfg.select_experiment)) if v]
+    if len(chosen) > 1:
+        raise ConfigError(f"give only one of records, rms and select_experiment (got {', '.join(chosen)})")
+    if records:
+        return {"record_ids": records}
+    if rms:
+        return {"rms": rms}
+    return {"experiment": str(cfg.select_experiment or cfg.experiment_name)}
+
+
+def _settings(cfg: DictConfig) -> dict[str, Any]:
+    from rlexp.analysis.table import ndcg_variants
+
+    if isinstance(cfg.n_boot, bool) or int(cfg.n_boot) < 0:
+        raise ConfigError(f"n_boot must be a non-negative integer, got {cfg.n_boot!r}")
+    if not 0.0 < float(cfg.alpha) < 1.0:
+        raise ConfigError(f"alpha must be in (0, 1), got {cfg.alpha!r}")
+    modes = _list(cfg.profile_modes)
+    bad = [m for m in modes or [] if m not in PROFILE_MODES]
+    if bad:
+        raise ConfigError(f"profile_modes has {bad[0]!r}; expected some of {', '.join(PROFILE_MODES)}")
+    variants = ndcg_variants(_list(cfg.ndcg.relevance) or [], _list(cfg.ndcg.gain) or [], cfg.ndcg.cutoff)
+    return {"n_boot": int(cfg.n_boot), "alpha": float(cfg.alpha), "seed": int(cfg.seed), "k": cfg.k,
+            "profile_modes": modes, "boot_subsets": bool(cfg.boot_subsets), "ndcg": variants}
+
+
+def _correlate(ctx: RunContext, table: Any, settings: dict[str, Any]) -> dict[str, Any]:
+    from rlexp.analysis.report import write_outputs
+    from rlexp.analysis.table import correlation_table, summary
+
+    corr = correlation_table(table, n_boot=settings["n_boot"], alpha=settings["alpha"], seed=settings["seed"],
+                             ndcg=settings["ndcg"], boot_subsets=settings["boot_subsets"])
+    paths = write_outputs(ctx.work_dir, table, corr, {k: v for k, v in settings.items() if k != "ndcg"})
+    for name, path in paths.items():
+        ctx.add_artifact(name, path)
+    rows = corr.astype(object).where(corr.notna(), None).values.tolist()
+    ctx.tracker.table("correlations", [str(c) for c in corr.columns], rows)
+    ctx.tracker.table("rm_table", ["rm_id", *[str(c) for c in table.columns]],
+                      [[str(i), *[None if v != v else v for v in r]] for i, r in zip(table.index, table.values.tolist(), strict=True)])
+    figures = [p for n, p in paths.items() if n.startswith("fig_")]
+    for path in figures:
+        ctx.tracker.artifact(f"correlate-{ctx.rid}-{path.name}", "figure", path, reference=False)
+    ctx.tracker.artifact(f"correlate-{ctx.rid}-report", "report", paths["report"], reference=False)
+    context = table.attrs.get("context", {})
+    ctx.info.update({"selection": context.get("selection"), "duplicates": context.get("duplicates", []),
+                     "missing": context.get("missing", []), "warnings": context.get("warnings", [])})
+    return summary(table, corr)
+
+
+def run(cfg: DictConfig) -> Record:
+    """Correlate (or find the correlation of) the study's benchmark scores and downstream gains."""
+    from rlexp.analysis.table import build_table, collect
+
+    settings = _settings(cfg)
+    store = Store(cfg.paths.store)
+    collection = collect(store, **_selection(cfg))
+    table = build_table(collection, k=settings["k"], profile_modes=settings["profile_modes"])
+    used = {r.id: r for r in [*collection.records, *collection.rm_records.values()]}  # + train_rm records read for factors
+    inputs = {f"{r.task}/{r.id}": r.id for r in sorted(used.values(), key=lambda r: (r.task, r.id))}
+    return execute("correlate", cfg, lambda ctx: _correlate(ctx, table, settings), inputs)
+
+
+main = hydra_entry("correlate", run)
+
+if __name__ == "__main__":
+    main()

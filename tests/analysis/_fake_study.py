@@ -1,0 +1,175 @@
+"""A small, structured fake study written straight into a run store with ``Store.put``.
+
+Six trained RMs (two lineages x data mixes x epochs) with train_rm, evaluate (profile none: RB2 +
+PRB; profile raw: PRB), bon (personalized + general, with per-prompt parquet) and ppo records in
+the formats the real tasks write, plus a judge-reward PPO upper bound and one superseded
+evaluate record. These are inputs to `correlate`, not mocks of any component.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rlexp.store import Record, Store, content_hash
+
+EXP = "fake_study"
+SUBSETS = ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties")
+DOMAINS = ("Art_and_Entertainment", "Lifestyle_and_Personal_Development", "Society_and_Culture")
+KS = (1, 2, 4, 8, 16)
+POLICY = "tiny_llama"
+RB2_DATA = "data-rb2-aaaaaaaa"
+PRB_DATA = "data-prb-bbbbbbbb"
+#: lineage, mix, epochs, learning rate, latent quality
+RM_SPECS = (
+    ("tiny_llama", "general", 1.0, 1e-3, 0.55),
+    ("tiny_llama", "general", 2.0, 1e-3, 0.62),
+    ("tiny_llama", "personal", 2.0, 3e-4, 0.71),
+    ("tiny_qwen", "general", 1.0, 1e-3, 0.58),
+    ("tiny_qwen", "personal", 2.0, 3e-4, 0.76),
+    ("tiny_qwen", "personal", 3.0, 1e-3, 0.66),
+)
+
+
+@dataclass
+class FakeStudy:
+    store: Store
+    rms: list[str] = field(default_factory=list)
+    records: dict[str, list[str]] = field(default_factory=dict)  # task -> ids
+    by_rm: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # rm -> task -> ids
+    expected: dict[str, dict[str, float]] = field(default_factory=dict)  # rm -> column -> value
+
+    def add(self, rec: Record, rm: str | None = None) -> Record:
+        self.store.put(rec)
+        self.records.setdefault(rec.task, []).append(rec.id)
+        if rm is not None:
+            self.by_rm.setdefault(rm, {}).setdefault(rec.task, []).append(rec.id)
+        return rec
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        self.t += 10.0
+        return self.t
+
+
+def _record(task: str, key: Any, clock: _Clock, *, config: dict[str, Any], experiment: str = EXP, **fields: Any) -> Record:
+    ended = clock()
+    return Record(id=content_hash({"task": task, "key": key}), task=task,
+                  config={"experiment_name": experiment, "seed": 0, **config},
+                  started=ended - 5.0, ended=ended, **fields)
+
+
+def _per_prompt(store: Store, rid: str, rng: np.random.Generator, gain16: float, n_prompts: int = 24) -> tuple[dict, str]:
+    """Per-prompt BoN results and the curve computed from them (as the bon task does)."""
+    base = rng.uniform(0.2, 0.6, n_prompts)
+    rows: dict[str, Any] = {"prompt_id": [f"p{i:03d}" for i in range(n_prompts)], "bon_at_1": base.tolist()}
+    curve = {}
+    for k in KS:
+        frac = np.log2(k) / 4.0
+        bon = base + gain16 * frac + (rng.normal(0, 0.03, n_prompts) if k > 1 else 0.0)
+        oracle = base + 0.35 * frac
+        first = bon - 0.01 * frac
+        rows[f"bon@{k}"], rows[f"oracle@{k}"], rows[f"first@{k}"] = bon.tolist(), oracle.tolist(), first.tolist()
+        gain = 0.0 if k == 1 else float(bon.mean() - base.mean())
+        headroom = float(oracle.mean() - base.mean())
+        curve[str(k)] = {"bon": float(bon.mean()), "first_k": float(first.mean()), "oracle": float(oracle.mean()),
+                         "proxy": float(bon.mean() + 1.0), "gain": gain, "gain_ci": [gain - 0.02, gain + 0.02],
+                         "normalised_gain": None if k == 1 else gain / headroom}
+    folder = store.artifact_dir("bon", rid)
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(rows), folder / "per_prompt.parquet")
+    return curve, store.relative(folder / "per_prompt.parquet")
+
+
+def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: str = EXP,
+          rb2_data: str = RB2_DATA, downstream: bool = True, duplicate: bool = True, tag: str = "") -> FakeStudy:
+    rng = np.random.default_rng(seed)
+    clock = _Clock()
+    study = FakeStudy(store)
+    for i, (lineage, mix, epochs, lr, q) in enumerate(specs):
+        rm = study.add(_record(
+            "train_rm", ("rm", experiment, tag, i), clock, experiment=experiment,
+            config={"model": {"lineage": lineage}, "data": {"name": mix}},
+            inputs={"lineage": f"lin-{lineage}", "mix": f"mix-{mix}"},
+            metrics={"heldout/accuracy": 0.5 + q / 2},
+            artifacts={"model": f"artifacts/train_rm/rm{i}/model"},
+            info={"lineage": {"lineage": lineage, "model": lineage, "checkpoint": "instruct",
+                              "mix": {"name": mix, "id": f"mix-{mix}"}, "epochs": epochs,
+                              "trainer": {"learning_rate": lr, "epochs": epochs}, "profile": {"mode": "none"},
+                              "seed": 0}},
+        ))
+        rid = rm.id
+        study.rms.append(rid)
+        exp = study.expected.setdefault(rid, {})
+        subsets = {s: float(np.clip(q + rng.normal(0, 0.08), 0, 1)) for s in SUBSETS}
+        rb2 = {"overall": float(np.mean(list(subsets.values()))), **subsets,
+               "counts": {s: 50 for s in SUBSETS}, "complete": True, "ties_components": {"accurate": 0.5}}
+        if duplicate and i == 0:  # an older evaluation of the same cell, superseded by the one below
+            study.add(_record("evaluate", ("old", experiment, tag, i), clock, experiment=experiment,
+                              config={"rm": rid, "profile": {"mode": "none"}},
+                              inputs={"rm": rid, "rb2": rb2_data, "prb": PRB_DATA},
+                              metrics={"rb2": {**rb2, "overall": 0.01}, "prb": {"accuracy": 0.01, "n": 90}}), rid)
+        for mode, shift in (("none", 0.0), ("raw", 0.06)):
+            domains = {d: float(np.clip(0.5 + 0.6 * (q - 0.5) + shift + rng.normal(0, 0.04), 0, 1)) for d in DOMAINS}
+            prb = {"accuracy": float(np.mean(list(domains.values()))), **domains, "ties": 0, "mean_gap": 0.3, "n": 90}
+            metrics: dict[str, Any] = {"prb": prb, "scoring": {"items": 10, "truncated": 0}}
+            inputs = {"rm": rid, "prb": PRB_DATA}
+            if mode == "none":
+                metrics["rb2"] = rb2
+                inputs["rb2"] = rb2_data
+                exp["rb2/overall"] = rb2["overall"]
+                exp.update({f"rb2/{s}": v for s, v in subsets.items()})
+            exp[f"prb/{mode}/accuracy"] = prb["accuracy"]
+            study.add(_record("evaluate", ("eval", experiment, tag, i, mode), clock, experiment=experiment,
+                              config={"rm": rid, "profile": {"mode": mode}}, inputs=inputs, metrics=metrics,
+                              artifacts={"prb_scores": f"artifacts/evaluate/x{i}{mode}/prb_scores.parquet"},
+                              info={"rm": {"lineage": lineage, "record": rid}}), rid)
+        if not downstream:
+            continue
+        for prompts, slope in (("personalized", 0.5), ("general", 0.3)):
+            key = ("bon", experiment, tag, i, prompts)
+            bid = content_hash({"task": "bon", "key": key})
+            curve, rel = _per_prompt(store, bid, rng, gain16=slope * q + rng.normal(0, 0.02))
+            rec = _record("bon", key, clock, experiment=experiment,
+                          config={"rm": rid, "prompts": {"name": prompts}, "model": {"lineage": POLICY}},
+                          inputs={"pool": f"pool-{prompts}", "rm_scores": f"s-{i}-{prompts}", "gold_scores": f"g-{prompts}"},
+                          metrics={"n": 16, "prompts": 24, "bon_at_1": curve["1"]["bon"], "curve": curve,
+                                   "gain_at_n": curve["16"]["gain"], "gain_at_n_ci": curve["16"]["gain_ci"],
+                                   "normalised_gain_at_n": curve["16"]["normalised_gain"]},
+                          artifacts={"per_prompt": rel},
+                          info={"rm": {"id": rid, "lineage": lineage}, "policy_lineage": POLICY,
+                                "prompts": prompts, "judge": {"name": "rubric" if prompts == "personalized" else "verifier"}})
+            assert rec.id == bid
+            study.add(rec, rid)
+            exp[f"bon/{prompts}/gain@16"] = curve["16"]["gain"]
+            exp[f"bon/{prompts}/ngain@16"] = curve["16"]["normalised_gain"]
+            match = lineage == POLICY
+            gain = 0.4 * q - (0.0 if match else 0.12) + rng.normal(0, 0.01)
+            study.add(_record("ppo", ("ppo", experiment, tag, i, prompts), clock, experiment=experiment,
+                              config={"rm": rid, "prompts": {"name": prompts}, "algorithm": "ppo",
+                                      "model": {"lineage": POLICY}},
+                              inputs={"policy": "pol", "rm": rid, "train_prompts": f"t-{prompts}",
+                                      "baseline_pool": f"base-{prompts}"},
+                              metrics={"gain": gain, "gain_ci": [gain - 0.03, gain + 0.03], "gold_before": 0.4,
+                                       "gold_after": 0.4 + gain},
+                              info={"rm": {"id": rid, "lineage": lineage}, "policy_lineage": POLICY,
+                                    "lineage_match": match,
+                                    "judge": {"name": "rubric" if prompts == "personalized" else "verifier"}}), rid)
+            exp[f"ppo/{prompts}/gain"] = gain
+    if downstream:  # the PPO upper bound with the gold judge as reward: shown, never correlated
+        study.add(_record("ppo", ("ppo-judge", experiment, tag), clock, experiment=experiment,
+                          config={"rm": "judge:rubric", "prompts": {"name": "personalized"}, "algorithm": "ppo"},
+                          inputs={"policy": "pol", "rm": "judge:rubric", "train_prompts": "t-personalized",
+                                  "baseline_pool": "base-personalized"},
+                          metrics={"gain": 0.45, "gain_ci": [0.4, 0.5], "gold_before": 0.4, "gold_after": 0.85},
+                          info={"rm": {"id": "judge:rubric", "lineage": None}, "policy_lineage": POLICY,
+                                "lineage_match": False, "judge": {"name": "rubric"}}))
+    return study

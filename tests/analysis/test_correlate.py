@@ -1,0 +1,272 @@
+"""`rlexp correlate` end to end on a fake study written into the run store (no model anywhere)."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import time
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import numpy as np
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+from scipy import stats
+
+import rlexp.config
+from rlexp.analysis import report
+from rlexp.analysis.correlation import ndcg
+from rlexp.analysis.figures import FIGURES
+from rlexp.analysis.table import build_table, collect
+from rlexp.errors import ConfigError, DataError
+from rlexp.store import Store
+from rlexp.tasks.correlate import run
+
+from ._fake_study import EXP, build
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+MAIN = ("rb2/overall", "prb/none/accuracy", "prb/raw/accuracy")
+GAINS = ("bon/personalized/gain@16", "bon/general/gain@16", "ppo/personalized/gain", "ppo/general/gain")
+
+
+def _cfg(*overrides: str):
+    with initialize_config_dir(str(rlexp.config.CONF_DIR), version_base="1.3"):
+        return compose("correlate", overrides=["logger=none", *overrides])
+
+
+def _store(cfg) -> Store:
+    return Store(cfg.paths.store)
+
+
+def _outputs(store: Store, record) -> Path:
+    return store.resolve(record.artifacts["report"]).parent
+
+
+def _check_png(path: Path) -> None:
+    data = path.read_bytes()
+    assert data[:8] == PNG_SIGNATURE, path
+    image = mpimg.imread(path)
+    assert image.ndim == 3 and image.shape[0] > 50 and image.shape[1] > 50, path
+    assert float(np.ptp(image)) > 0, f"{path} is blank"
+
+
+def _check_pdf(path: Path) -> None:
+    data = path.read_bytes()
+    assert data[:4] == b"%PDF", path
+    assert len(data) > 1000 and b"%%EOF" in data[-64:], path
+
+
+# -------------------------------------------------------------------------------------------------
+
+
+def test_full_study_outputs_values_and_cache() -> None:
+    cfg = _cfg(f"select_experiment={EXP}", "n_boot=50")
+    store = _store(cfg)
+    study = build(store)
+
+    t0 = time.time()
+    record = run(cfg)
+    first_run_s = time.time() - t0
+    out = _outputs(store, record)
+
+    # every output exists; figures are valid PNG (readable back) and PDF
+    for name in ("table.csv", "correlations.csv", "correlations.md", "correlations.tex", "report.md", "context.json"):
+        assert (out / name).is_file() and (out / name).stat().st_size > 0, name
+    for fig in FIGURES:
+        _check_png(out / f"{fig}.png")
+        _check_pdf(out / f"{fig}.pdf")
+        assert f"{fig}.png" in record.artifacts and f"{fig}.pdf" in record.artifacts
+
+    # the table: one row per RM, the newest record of a duplicated cell, judge runs excluded
+    table = pd.read_csv(out / "table.csv", index_col=0)
+    assert sorted(table.index) == sorted(study.rms)
+    for rm in study.rms:
+        for col, value in study.expected[rm].items():
+            assert table.at[rm, col] == pytest.approx(value, abs=1e-12), (rm, col)
+    assert (table["rb2/overall"] > 0.1).all()  # the superseded evaluation (overall 0.01) is not used
+    for col in ("lineage", "mix", "epochs", "lr", "checkpoint", "train_profile", "seed",
+                "rb2/Factuality", "rb2/Ties", "prb/none/Society_and_Culture", "bon/general/ngain@16"):
+        assert col in table.columns, col
+    assert table["ppo/personalized/lineage_match"].tolist() == (table["lineage"] == "tiny_llama").tolist()
+
+    # correlations equal scipy's on the table's columns
+    corr = pd.read_csv(out / "correlations.csv")
+    assert set(GAINS) <= set(corr["downstream"])
+    for b in MAIN:
+        for d in GAINS:
+            x, y = table[b].to_numpy(float), table[d].to_numpy(float)
+            rows = corr[(corr.benchmark == b) & (corr.downstream == d)].set_index("statistic")
+            assert rows.loc["spearman", "value"] == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
+            assert rows.loc["spearman", "pvalue"] == pytest.approx(stats.spearmanr(x, y).pvalue, abs=1e-12)
+            assert rows.loc["kendall", "value"] == pytest.approx(stats.kendalltau(x, y, variant="b").statistic, abs=1e-12)
+            assert rows.loc["pearson", "value"] == pytest.approx(stats.pearsonr(x, y).statistic, abs=1e-12)
+            for rel in ("rank", "minmax", "raw"):
+                assert rows.loc[f"ndcg[{rel},linear]", "value"] == pytest.approx(ndcg(x, y, relevance=rel), abs=1e-12)
+            assert (rows["n"] == 6).all()
+            spear = rows.loc["spearman"]
+            assert spear["ci_low"] <= spear["ci_high"] and spear["n_boot"] == 50
+            # BoN gains have per-prompt results: a prompt-resampling CI as well
+            assert math.isnan(spear["prompt_ci_low"]) == (not d.startswith("bon/"))
+    # a structured signal: RB2 overall predicts personalized BoN gain in this fake study
+    top = corr[(corr.benchmark == "rb2/overall") & (corr.downstream == "bon/personalized/gain@16")
+               & (corr.statistic == "spearman")]
+    assert float(top["value"].iloc[0]) > 0.5
+
+    # record metrics: compact summary
+    m = record.metrics
+    assert m["n_rms"] == 6 and m["k"] == {"bon/general": 16, "bon/personalized": 16}
+    s = m["settings"]["bon/personalized/gain@16"]
+    assert s["rb2/overall"]["spearman"] == pytest.approx(float(top["value"].iloc[0]))
+    assert s["best_prb"]["column"] in ("prb/none/accuracy", "prb/raw/accuracy")
+    assert m["n_duplicates"] == 2
+    assert set(record.inputs.values()) == set(sum(study.records.values(), []))
+
+    # the report: sections, embedded figures, records used, duplicates, judge upper bound
+    text = (out / "report.md").read_text()
+    for heading in ("## Summary", "## Reward models", "## What differs between RMs", "## Correlations",
+                    "## Figures", "## Records used", "## Missing", "## Upper bounds"):
+        assert heading in text, heading
+    for fig in FIGURES:
+        assert f"![{fig}]({fig}.png)" in text
+    for rid in sum(study.records.values(), []):
+        assert rid in text
+    assert "superseded" in text and "judge:rubric" in text
+    assert "**lineage** varies" in text and "**epochs** varies" in text
+    tex = (out / "correlations.tex").read_text()
+    assert r"\begin{tabular}" in tex and r"\toprule" in tex and r"Art\_and\_Entertainment" in tex
+    md = (out / "correlations.md").read_text()
+    assert "| rb2/overall | bon/personalized/gain@16 | 6 |" in md
+
+    # second run: the record is found, nothing is recomputed
+    mtime = store.record_path("correlate", record.id).stat().st_mtime_ns
+    t0 = time.time()
+    again = run(cfg)
+    assert again.id == record.id and again.ended == record.ended
+    assert store.record_path("correlate", record.id).stat().st_mtime_ns == mtime
+    assert time.time() - t0 < max(1.0, first_run_s / 3)
+
+
+
+def test_fewer_than_three_rms_is_undefined_not_a_number() -> None:
+    cfg0 = _cfg()
+    store = _store(cfg0)
+    study = build(store)
+    two = study.rms[:2]
+    # explicit records: each RM's profile-none evaluation (RB2 + PRB) and its personalized BoN
+    ids = [rid for rm in two for rid in (study.by_rm[rm]["evaluate"][-2], study.by_rm[rm]["bon"][0])]
+    cfg = _cfg(f"records=[{','.join(repr(i) for i in ids)}]", "n_boot=20")
+    record = run(cfg)
+    assert set(record.inputs.values()) == set(ids) | set(two)  # + the train_rm records (factors)
+    out = _outputs(store, record)
+    corr = pd.read_csv(out / "correlations.csv")
+    assert len(corr) > 0 and (corr["n"] == 2).all()
+    assert corr["value"].isna().all() and corr["ci_low"].isna().all() and corr["pvalue"].isna().all()
+    assert corr["note"].str.contains("fewer than 3 RMs").all()
+    # NDCG is computable for 2 items, but is reported as undefined too
+    assert corr[corr.statistic.str.startswith("ndcg")]["value"].isna().all()
+    md = (out / "correlations.md").read_text()
+    assert "n/a" in md and "fewer than 3 RMs" in md
+    s = record.metrics["settings"]["bon/personalized/gain@16"]["rb2/overall"]
+    assert s["spearman"] is None and s["ndcg"] is None and s["n"] == 2
+    for fig in FIGURES:
+        _check_png(out / f"{fig}.png")
+
+    # re-rendering from the written files alone (no store, no model) redraws everything in seconds
+    shutil.rmtree(store.root / "records")
+    for fig in FIGURES:
+        (out / f"{fig}.png").unlink()
+    (out / "report.md").unlink()
+    t0 = time.time()
+    paths = report.render(out)
+    assert time.time() - t0 < 20
+    for fig in FIGURES:
+        _check_png(paths[f"{fig}.png"])
+    assert "fewer than 3 RMs" in paths["report"].read_text()
+
+
+def test_empty_study_is_a_clear_error() -> None:
+    cfg = _cfg("select_experiment=no_such_study")
+    build(_store(cfg))
+    with pytest.raises(DataError, match=r"no records for study experiment 'no_such_study'") as err:
+        run(cfg)
+    assert "\n" not in str(err.value)
+    assert not list((_store(cfg).root / "records").glob("correlate/*.json"))
+
+
+def test_only_train_rm_records_is_a_clear_error() -> None:
+    cfg = _cfg(f"select_experiment={EXP}")
+    store = _store(cfg)
+    study = build(store, downstream=False)
+    for task in ("evaluate",):
+        for rid in study.records[task]:
+            store.record_path(task, rid).unlink()
+    with pytest.raises(DataError, match=r"no records for study .*6 train_rm record"):
+        run(cfg)
+
+
+def test_incompatible_benchmark_data_is_a_clear_error() -> None:
+    cfg = _cfg("select_experiment=mixed")
+    store = _store(cfg)
+    build(store, experiment="mixed", downstream=False, tag="a",
+          specs=(("tiny_llama", "general", 1.0, 1e-3, 0.5), ("tiny_llama", "general", 2.0, 1e-3, 0.6)))
+    build(store, experiment="mixed", rb2_data="data-rb2-OTHER", downstream=False, duplicate=False, tag="b",
+          specs=(("tiny_qwen", "personal", 2.0, 1e-3, 0.7), ("tiny_qwen", "personal", 3.0, 1e-3, 0.65)))
+    with pytest.raises(DataError, match=r"incompatible benchmarks: rb2 scores come from different rb2 data") as err:
+        run(cfg)
+    msg = str(err.value)
+    assert "data-rb2-OTHER" in msg and "data-rb2-aaaaaaaa" in msg and "\n" not in msg
+
+
+def test_records_selection_k_and_profile_modes() -> None:
+    cfg0 = _cfg()
+    store = _store(cfg0)
+    study = build(store)
+    ids = [rid for task in ("evaluate", "bon") for rid in study.records[task]]
+    collection = collect(store, record_ids=ids)
+    table = build_table(collection, k=4, profile_modes=["raw"])
+    assert "bon/personalized/gain@4" in table and "bon/personalized/gain@16" not in table
+    assert "prb/raw/accuracy" in table and "prb/none/accuracy" not in table
+    assert not any(c.startswith("ppo/") for c in table.columns)
+    assert table["lineage"].notna().all()  # factors come from the train_rm records even when not selected
+    with pytest.raises(DataError, match="not found"):
+        collect(store, record_ids=["ffffffffffffffff"])
+    with pytest.raises(ConfigError):
+        run(_cfg("records=[a]", "rms=[b]"))
+    with pytest.raises(ConfigError, match="profile_modes"):
+        run(_cfg(f"select_experiment={EXP}", "profile_modes=[rawr]"))
+
+
+def test_no_downstream_draws_empty_figures() -> None:
+    cfg = _cfg(f"select_experiment={EXP}", "n_boot=0")
+    store = _store(cfg)
+    build(store, downstream=False)
+    record = run(cfg)
+    out = _outputs(store, record)
+    for fig in FIGURES:
+        _check_png(out / f"{fig}.png")
+        _check_pdf(out / f"{fig}.pdf")
+    text = (out / "report.md").read_text()
+    assert "no bon/" not in text  # no downstream column at all: nothing is 'missing' per RM
+    assert record.metrics["settings"] == {}
+
+
+def test_two_policies_split_the_downstream_setting() -> None:
+    from dataclasses import replace
+
+    cfg = _cfg()
+    store = _store(cfg)
+    study = build(store)
+    for rm in study.rms[:3]:  # BoN of three RMs with a second policy: its own column, never mixed
+        rec = store.get(study.by_rm[rm]["bon"][0], "bon")
+        assert rec.config["prompts"]["name"] == "personalized"
+        store.put(replace(rec, id=rec.id[::-1], info={**rec.info, "policy_lineage": "tiny_qwen"},
+                          inputs={**rec.inputs, "pool": "pool-qwen"}))
+    table = build_table(collect(store, experiment=EXP), k=None, profile_modes=None)
+    assert "bon/personalized[tiny_llama]/gain@16" in table and "bon/personalized[tiny_qwen]/gain@16" in table
+    assert "bon/personalized/gain@16" not in table
+    assert table["bon/personalized[tiny_qwen]/gain@16"].notna().sum() == 3
+    assert table["bon/personalized[tiny_llama]/gain@16"].notna().sum() == 6
+    assert "bon/general/gain@16" in table  # one policy there: no suffix
+    context = table.attrs["context"]
+    assert not [d for d in context["duplicates"] if d["column"].startswith("bon/")] and not context["warnings"]

@@ -1,0 +1,112 @@
+"""sample + bon on the sandbox: pools are cached and resumable; better RMs give larger gains."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from rlexp.store import Store
+from tests.conftest import compose, env_with, rlexp_cmd
+
+SMALL = ["prompts.limit=48", "sampling.n=16", "n_boot=200"]
+
+
+def _bon(rid: str, prompts: str, *extra: str):
+    from rlexp.tasks import bon
+
+    return bon.run(compose("bon", f"rm={rid}", "model=tiny_llama", f"prompts={prompts}", *SMALL, *extra))
+
+
+def test_bon_gains_follow_rm_quality(world: Path, rms: dict[str, str]) -> None:
+    pers_good = _bon(rms["llama_personal"], "personalized", "profile=planner").metrics
+    pers_bad = _bon(rms["llama_flipped"], "personalized", "profile=planner").metrics
+    gen_good = _bon(rms["llama_general"], "general", "profile=none").metrics
+    gen_bad = _bon(rms["llama_flipped"], "general", "profile=none").metrics
+    print("within-prompt gold std", pers_good["gold_within_prompt_std"], gen_good["gold_within_prompt_std"])
+    print("gain@16 personal/flipped", pers_good["curve"]["16"]["gain"], pers_bad["curve"]["16"]["gain"])
+    print("gain@16 general/flipped", gen_good["curve"]["16"]["gain"], gen_bad["curve"]["16"]["gain"])
+    assert pers_good["gold_within_prompt_std"] > 0.05 and gen_good["gold_within_prompt_std"] > 0.05
+    assert pers_good["curve"]["16"]["gain"] > pers_bad["curve"]["16"]["gain"]
+    assert gen_good["curve"]["16"]["gain"] > gen_bad["curve"]["16"]["gain"]
+    for m in (pers_good, gen_good):
+        oracle = [m["curve"][k]["oracle"] for k in sorted(m["curve"], key=int)]
+        assert all(a <= b + 1e-12 for a, b in zip(oracle, oracle[1:]))
+        assert all(m["curve"][k]["oracle"] >= m["curve"][k]["bon"] - 1e-12 for k in m["curve"])
+
+
+def test_pool_is_shared_and_scores_cached(world: Path, rms: dict[str, str]) -> None:
+    store = Store(world / "runs")
+    _bon(rms["qwen_general"], "general", "profile=none")  # an RM of another lineage than the policy
+    pools = {r.id for r in store.records("sample")}
+    before = len(list(store.records("pool_scores")))
+    _bon(rms["qwen_general"], "general", "profile=none", "ks=[1,4]")  # another k: no rescoring
+    assert {r.id for r in store.records("sample")} == pools
+    assert len(list(store.records("pool_scores"))) == before
+
+
+def test_bad_inputs(world: Path, rms: dict[str, str]) -> None:
+    env = env_with(RLEXP_ROOT=str(world))
+    out = subprocess.run(rlexp_cmd("bon", "logger=none", f"rm={rms['llama_general']}", "prompts=general", *SMALL, "ks=[1,32]"),
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 2 and "k=32" in out.stderr and out.stderr.strip().count("\n") == 0
+    # A pool and a prompt set that do not match.
+    from rlexp.data.loaders import load_prompts
+    from rlexp.downstream.pool_scoring import pool_matrix
+    from rlexp.errors import DataError
+    from rlexp.tasks.data import resolve_ref
+
+    pool = next(r for r in Store(world / "runs").records("sample") if r.config["prompts"]["name"] == "general")
+    pers, _ = resolve_ref("sandbox:prompts/personalized", compose("sample"))
+    with pytest.raises(DataError, match="does not match the prompt set"):
+        pool_matrix(str(Store(world / "runs").resolve(pool.artifacts["pool"])), load_prompts(pers, limit=10))
+
+
+def test_nan_score_is_named(world: Path) -> None:
+    import numpy as np
+
+    from rlexp.downstream.bon_math import bon_curve
+    from rlexp.errors import DataError
+
+    rm = np.zeros((2, 4))
+    rm[1, 2] = np.nan
+    with pytest.raises(DataError, match="'p1'.*sample 2|sample 2.*'p1'"):
+        bon_curve(rm, np.zeros((2, 4)), [1, 2], prompt_ids=["p0", "p1"])
+
+
+@pytest.mark.slow
+def test_killed_sample_resumes_to_identical_pool(world: Path, rms: dict[str, str]) -> None:
+    args = ["sample", "logger=none", "model=tiny_llama", "prompts=personalized", "prompts.limit=64",
+            "sampling.chunk_prompts=8", "sampling.n=4", "seed=11"]
+    env = env_with(RLEXP_ROOT=str(world))
+    proc = subprocess.Popen(rlexp_cmd(*args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    chunks: list[Path] = []
+    while time.time() < deadline and proc.poll() is None:
+        chunks = list((world / "runs" / "artifacts" / "sample").glob("*/chunks/chunk-00002.parquet"))
+        if chunks:
+            break
+        time.sleep(0.1)
+    assert chunks, "sampling never got to its third chunk"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    rid = chunks[0].parents[1].name
+    assert not Store(world / "runs").exists("sample", rid)
+    assert subprocess.run(rlexp_cmd(*args), env=env, capture_output=True, timeout=600).returncode == 0
+    resumed = pq.read_table(Store(world / "runs").resolve(Store(world / "runs").get(rid, "sample").artifacts["pool"]))
+    assert Store(world / "runs").get(rid, "sample").info["resumed_chunks"] >= 3
+    # An uninterrupted run of the same config gives the same pool.
+    import shutil
+
+    shutil.rmtree(world / "runs" / "artifacts" / "sample" / rid)
+    (world / "runs" / "records" / "sample" / f"{rid}.json").unlink()
+    out = subprocess.run(rlexp_cmd(*args), env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    other = pq.read_table(Store(world / "runs").resolve(Store(world / "runs").get(rid, "sample").artifacts["pool"]))
+    assert Store(world / "runs").get(rid, "sample").info["resumed_chunks"] == 0
+    assert resumed.equals(other)

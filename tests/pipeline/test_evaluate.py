@@ -1,0 +1,92 @@
+"""evaluate: the published scoring on the sandbox, invariance of scores, clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from rlexp.store import Store
+from tests.conftest import compose, env_with, rlexp_cmd
+
+
+def _evaluate(rid: str, *overrides: str):
+    from rlexp.tasks import evaluate
+
+    return evaluate.run(compose("evaluate", f"rm={rid}", *overrides))
+
+
+def test_general_rm_rb2_above_chance_prb_near_chance(world: Path, rms: dict[str, str]) -> None:
+    rec = _evaluate(rms["llama_general"], "benchmark=both", "profile=none")
+    rb2, prb = rec.metrics["rb2"], rec.metrics["prb"]
+    print("llama_general", json.dumps({"rb2": rb2["overall"], "prb": prb["accuracy"]}))
+    assert rb2["complete"] and set(rb2["counts"]) == {"Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties"}
+    assert rb2["overall"] > 0.35  # chance is 0.25
+    assert 0.35 < prb["accuracy"] < 0.65
+    # Per-completion scores recompute the subset scores exactly.
+    from rlexp.benchmarks.rewardbench2_math import score_rewardbench2
+
+    table = pq.read_table(Store(world / "runs").resolve(rec.artifacts["rb2_scores"])).to_pandas()
+    rows = [
+        {"id": i, "subset": g.subset.iloc[0], "scores": g.sort_values("completion_index").score.tolist(),
+         "num_correct": int(g.num_correct.iloc[0])}
+        for i, g in table.groupby("id", sort=False)
+    ]
+    assert abs(score_rewardbench2(rows)["overall"] - rb2["overall"]) < 1e-12
+
+
+def test_personal_rm_with_planner_beats_chance_on_prb(world: Path, rms: dict[str, str]) -> None:
+    planner = _evaluate(rms["llama_personal"], "benchmark=prb", "profile=planner").metrics["prb"]
+    none = _evaluate(rms["llama_personal"], "benchmark=prb", "profile=none").metrics["prb"]
+    print("llama_personal prb planner/none", planner["accuracy"], none["accuracy"])
+    assert planner["accuracy"] > 0.65
+    assert planner["accuracy"] > none["accuracy"] + 0.1
+
+
+def test_scores_do_not_depend_on_batching_sorting_padding_or_reload(world: Path, rms: dict[str, str]) -> None:
+    from rlexp.data.loaders import load_rb2
+    from rlexp.scoring.base import ScoreInput
+    from rlexp.scoring.reward_model import RewardModelScorer, ScorerSettings
+    from rlexp.tasks.data import resolve_ref
+
+    path = Store(world / "runs").resolve(Store(world / "runs").get(rms["qwen_general"], "train_rm").artifacts["model"])
+    rb2_path, _ = resolve_ref("sandbox:rb2", compose("evaluate", "rm=x"))
+    items = [ScoreInput(it.prompt, c) for it in load_rb2(rb2_path, limit=40) for c in it.chosen + it.rejected]
+    ref = RewardModelScorer.from_pretrained(str(path), ScorerSettings(batch_size=1, sort_by_length=False)).score(items)
+    for bs, sort in ((7, True), (64, False), (160, True)):
+        s = RewardModelScorer.from_pretrained(str(path), ScorerSettings(batch_size=bs, sort_by_length=sort)).score(items)
+        assert np.max(np.abs(s - ref)) <= 1e-5
+    left = RewardModelScorer.from_pretrained(str(path), ScorerSettings(batch_size=16))
+    left.tokenizer.padding_side = "left"
+    assert np.max(np.abs(left.score(items) - ref)) <= 1e-5
+
+
+def test_bad_inputs(world: Path, rms: dict[str, str], tmp_path: Path) -> None:
+    env = env_with(RLEXP_ROOT=str(world))
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(rlexp_cmd("evaluate", "logger=none", *args), capture_output=True, text=True, env=env, timeout=300)
+
+    # A head with num_labels != 1.
+    from transformers import AutoModelForSequenceClassification
+
+    from rlexp.models.loading import load_tokenizer
+
+    rm_dir = Store(world / "runs").resolve(Store(world / "runs").get(rms["llama_general"], "train_rm").artifacts["model"])
+    two = AutoModelForSequenceClassification.from_pretrained(str(rm_dir), num_labels=2, ignore_mismatched_sizes=True)
+    two.save_pretrained(tmp_path / "two_labels")
+    load_tokenizer(str(rm_dir)).save_pretrained(tmp_path / "two_labels")
+    out = run(f"rm={tmp_path / 'two_labels'}")
+    assert out.returncode == 2 and "num_labels=2" in out.stderr and out.stderr.strip().count("\n") == 0
+    # A benchmark file of the wrong kind (a PRB folder given as RB2).
+    from rlexp.tasks.data import resolve_ref
+
+    prb_path, _ = resolve_ref("sandbox:prb", compose("evaluate", "rm=x"))
+    out = run(f"rm={rms['llama_general']}", "benchmark=rb2", f"benchmark.rb2.source={prb_path}")
+    assert out.returncode == 2 and "Personalized RewardBench" in out.stderr and out.stderr.strip().count("\n") == 0
+    # An unknown profile mode.
+    out = run(f"rm={rms['llama_general']}", "profile.mode=psychic")
+    assert out.returncode == 2 and "psychic" in out.stderr and out.stderr.strip().count("\n") == 0

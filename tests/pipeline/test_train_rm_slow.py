@@ -1,0 +1,56 @@
+"""Slow train_rm checks: resume after SIGKILL, DeepSpeed ZeRO-2/3 on CPU."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from rlexp.store import Store
+from tests.conftest import env_with, rlexp_cmd
+
+pytestmark = pytest.mark.slow
+
+
+def test_killed_during_epoch_two_resumes_from_checkpoint(world: Path, rms: dict[str, str]) -> None:
+    args = ["train_rm", "logger=none", "model=tiny_qwen", "data=general", "trainer.epochs=2",
+            "trainer.save_steps=40", "data.max_rows=1000", "seed=3"]
+    env = env_with(RLEXP_ROOT=str(world))
+    proc = subprocess.Popen(rlexp_cmd(*args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # 900 training pairs / batch 16 = 57 steps per epoch: checkpoint-80 is in epoch 2.
+    deadline = time.time() + 600
+    found = None
+    while time.time() < deadline and proc.poll() is None:
+        hits = list((world / "runs" / "artifacts" / "train_rm").glob("*/checkpoints/checkpoint-80/trainer_state.json"))
+        if hits:
+            found = hits[0]
+            break
+        time.sleep(0.2)
+    assert found is not None, "no epoch-2 checkpoint appeared"
+    time.sleep(0.5)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    rid = found.parents[2].name
+    assert not Store(world / "runs").exists("train_rm", rid)
+    out = subprocess.run(rlexp_cmd(*args), env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rec = Store(world / "runs").get(rid, "train_rm")
+    assert rec.info["resumed_from"] and rec.info["resumed_from"].endswith(("checkpoint-80", "checkpoint-120"))
+    assert rec.metrics["train/steps"] == 114 and rec.metrics["heldout/n"] == 100
+
+
+@pytest.mark.parametrize("stage", ["zero2", "zero3"])
+def test_deepspeed_on_cpu(world: Path, rms: dict[str, str], stage: str) -> None:
+    env = env_with(RLEXP_ROOT=str(world), TORCH_EXTENSIONS_DIR=str(world / ".cache" / "torch_extensions"))
+    out = subprocess.run(
+        rlexp_cmd("train_rm", "logger=none", "model=tiny_llama", "data=general", f"deepspeed={stage}",
+                  "data.max_rows=200", "trainer.save_steps=1000"),
+        env=env, capture_output=True, text=True, timeout=1200,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    recs = [r for r in Store(world / "runs").records("train_rm") if r.info["lineage"]["deepspeed"] == stage]
+    assert recs and recs[-1].metrics["train/steps"] > 0
