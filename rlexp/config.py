@@ -253,7 +253,7 @@ class SamplingConfig:
     max_new_tokens: int = 64
     batch_prompts: int = 8
     chunk_prompts: int = 32
-    profile_k: int = 10
+    profile_k: int = 3
     backend: str = "hf"  # hf | vllm (GPU only)
 
 

@@ -42,6 +42,11 @@ def env_with(**extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def world_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # RLEXP_TEST_WORLD=/some/dir keeps the world between local test runs (never set in CI).
+    kept = os.environ.get("RLEXP_TEST_WORLD")
+    if kept:
+        Path(kept).mkdir(parents=True, exist_ok=True)
+        return Path(kept)
     return tmp_path_factory.mktemp("world")
 
 

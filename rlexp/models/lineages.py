@@ -17,6 +17,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp.errors import ConfigError
+from rlexp.models.loading import quiet_libraries
 from rlexp.models.tiny import TinySpec
 
 log = logging.getLogger("rlexp")
@@ -43,20 +44,12 @@ def tiny_spec(model_cfg: Mapping[str, Any]) -> TinySpec:
     return TinySpec(**tiny)
 
 
-def _quiet_libraries() -> None:
-    import datasets
-    import transformers
-
-    datasets.disable_progress_bars()
-    transformers.logging.set_verbosity_error()
-
-
 def _build(ctx: Any, spec: TinySpec, sandbox_dir: Path) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
     from rlexp.models import tiny
 
-    _quiet_libraries()
+    quiet_libraries()
     lines = [ln for ln in (sandbox_dir / "corpus" / f"pretrain_{spec.corpus}.txt").read_text().splitlines() if ln]
     sft = pq.read_table(sandbox_dir / "corpus" / "sft.parquet").to_pylist()
     pairs = [(r["prompt"], r["response"]) for r in sft]

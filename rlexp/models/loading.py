@@ -14,6 +14,16 @@ from rlexp.errors import ConfigError
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "adapter_model.safetensors")
 
 
+def quiet_libraries() -> None:
+    """Library progress bars and warnings would drown rlexp's own progress and errors."""
+    import datasets
+    import transformers
+
+    datasets.disable_progress_bars()
+    transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+
+
 def check_model_dir(path: str | Path) -> Path:
     """A local model folder must hold a config and safetensors weights (pickle weights are refused)."""
     p = Path(path)
@@ -42,6 +52,7 @@ def _kwargs(trust_remote_code: bool, dtype: Any) -> dict[str, Any]:
 
 
 def _load(cls: Any, ref: str, what: str, **kw: Any) -> Any:
+    quiet_libraries()
     if is_local(ref):
         check_model_dir(Path(ref).expanduser())
     try:

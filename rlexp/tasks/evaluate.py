@@ -23,9 +23,9 @@ from rlexp.store import Record, Store
 
 
 def _evaluate(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any] | None, prb: list[Any] | None) -> dict[str, Any]:
-    from rlexp.models.lineages import _quiet_libraries
+    from rlexp.models.loading import quiet_libraries
 
-    _quiet_libraries()
+    quiet_libraries()
     scorer = reward_scorer(rm, cfg.scorer, cfg.profile)
     metrics: dict[str, Any] = {}
     if rb2 is not None:

@@ -107,11 +107,10 @@ def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str
     import torch
 
     from rlexp.downstream import ppo as adapter
-    from rlexp.models.lineages import _quiet_libraries
-    from rlexp.models.loading import load_causal_lm, load_reward_model, load_tokenizer
+    from rlexp.models.loading import load_causal_lm, load_reward_model, load_tokenizer, quiet_libraries
     from rlexp.models.reward_training import deepspeed_env, lora_config
 
-    _quiet_libraries()
+    quiet_libraries()
     torch.manual_seed(cfg.seed)
     t0 = time.time()
     scratch = ctx.work_dir / "trainer"

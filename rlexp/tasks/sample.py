@@ -70,10 +70,9 @@ def load_prompt_set(cfg: DictConfig, split: str | None = None) -> tuple[list[Any
 def _sample(ctx: RunContext, cfg: DictConfig, policy_path: str, prompts: list[Any]) -> dict[str, Any]:
     import torch
 
-    from rlexp.models.lineages import _quiet_libraries
-    from rlexp.models.loading import load_causal_lm, load_tokenizer
+    from rlexp.models.loading import load_causal_lm, load_tokenizer, quiet_libraries
 
-    _quiet_libraries()
+    quiet_libraries()
     s = settings(cfg)
     if cfg.sampling.backend == "vllm":
         if not vllm_available():

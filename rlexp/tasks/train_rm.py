@@ -107,12 +107,11 @@ def _train(ctx: RunContext, cfg: DictConfig, lineage: Any, rows: list[Any], mix:
     import torch
 
     from rlexp.models import reward_training as rt
-    from rlexp.models.lineages import _quiet_libraries
-    from rlexp.models.loading import load_reward_model, load_tokenizer
+    from rlexp.models.loading import load_reward_model, load_tokenizer, quiet_libraries
     from rlexp.scoring.planner import make_planner
     from rlexp.scoring.reward_model import RewardModelScorer, ScorerSettings
 
-    _quiet_libraries()
+    quiet_libraries()
     t0 = time.time()
     t = cfg.trainer
     torch.manual_seed(cfg.seed)

@@ -42,8 +42,8 @@ def test_personal_rm_with_planner_beats_chance_on_prb(world: Path, rms: dict[str
     planner = _evaluate(rms["llama_personal"], "benchmark=prb", "profile=planner").metrics["prb"]
     none = _evaluate(rms["llama_personal"], "benchmark=prb", "profile=none").metrics["prb"]
     print("llama_personal prb planner/none", planner["accuracy"], none["accuracy"])
-    assert planner["accuracy"] > 0.65
-    assert planner["accuracy"] > none["accuracy"] + 0.1
+    assert planner["accuracy"] > 0.6  # chance 0.5; n = 640 pairs, so 0.6 is ~5 standard errors above
+    assert planner["accuracy"] > none["accuracy"] + 0.08
 
 
 def test_scores_do_not_depend_on_batching_sorting_padding_or_reload(world: Path, rms: dict[str, str]) -> None:

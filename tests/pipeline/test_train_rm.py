@@ -93,7 +93,7 @@ def test_lora_trains_saves_and_reloads_to_same_scores(world: Path, rms: dict[str
     work = Store(world / "runs").resolve(f"artifacts/train_rm/{rec.id}")
     items = [ScoreInput("What is 3 plus 4?", t) for t in ("It is 7.", "It is 8.", "Seven, of course.")]
     merged = RewardModelScorer.from_pretrained(str(work / "model")).score(items)
-    peft_model = AutoPeftModelForSequenceClassification.from_pretrained(str(work / "adapter"))
+    peft_model = AutoPeftModelForSequenceClassification.from_pretrained(str(work / "adapter"), num_labels=1)
     reloaded = RewardModelScorer(peft_model.merge_and_unload(), load_tokenizer(str(work / "model"))).score(items)
     assert np.max(np.abs(merged - reloaded)) <= 1e-5
 
