@@ -201,6 +201,7 @@ class ScorerConfig:
     fallback_template: str = "tulu"
     trust_remote_code: bool = False
     judge_mode: str = "ratings"  # generative judges on RB2: ratings | rankings
+    max_new_tokens: int = 512  # generative judges
 
 
 @dataclass

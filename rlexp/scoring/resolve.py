@@ -90,7 +90,7 @@ def judge_key(judge_cfg: Mapping[str, Any], kind: str) -> dict[str, Any]:
     return key
 
 
-def _model_path(cfg: Any, ref: str) -> str:
+def model_path(cfg: Any, ref: str) -> str:
     """A lineage name of conf/model/ (its instruct checkpoint), a folder or a hub id."""
     from omegaconf import OmegaConf
 
@@ -100,7 +100,12 @@ def _model_path(cfg: Any, ref: str) -> str:
     if conf.is_file():
         from rlexp.models.lineages import resolve_lineage
 
-        sub = OmegaConf.merge(cfg, {"model": OmegaConf.load(conf)})
+        # Any task's config (which may have no `model` key) plus the lineage's model node.
+        from rlexp.config import ModelConfig
+
+        # Through the schema, so the lineage hashes exactly as when `model=<name>` composes it.
+        node = OmegaConf.merge(OmegaConf.structured(ModelConfig), OmegaConf.load(conf))
+        sub = OmegaConf.merge(OmegaConf.create(OmegaConf.to_container(cfg, resolve=True)), {"model": node})
         return resolve_lineage(sub).instruct
     return ref
 
@@ -123,7 +128,7 @@ def gold_judge(cfg: Any, kind: str) -> Any:
         return RMGoldJudge(reward_scorer(rm, cfg.scorer, {"mode": "none"}), name=f"rm-gold:{rm.input_id}")
     from rlexp.scoring.generative import ChatLM
 
-    lm = ChatLM.from_pretrained(_model_path(cfg, str(cfg.judge.model)))
+    lm = ChatLM.from_pretrained(model_path(cfg, str(cfg.judge.model)))
     if str(cfg.judge.variant) == "prb":
         return PRBListJudge(lm)
     return AspectLLMJudge(lm)

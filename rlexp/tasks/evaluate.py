@@ -7,6 +7,7 @@ and per-domain scores; per-example scores go to parquet so anyone can recompute 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -22,27 +23,30 @@ from rlexp.scoring.resolve import RMRef, resolve_rm, reward_scorer
 from rlexp.store import Record, Store
 
 
-def _evaluate(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any] | None, prb: list[Any] | None) -> dict[str, Any]:
-    from rlexp.models.loading import quiet_libraries
+def _write(ctx: RunContext, name: str, rows: list[dict[str, Any]]) -> None:
+    path = ctx.work_dir / f"{name}.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    ctx.add_artifact(name, path)
+    ctx.tracker.table(f"{name}/examples", list(rows[0]), [list(r.values()) for r in rows[:2000]])
 
-    quiet_libraries()
+
+def _rb2_metrics(summary: dict[str, Any]) -> dict[str, Any]:
+    return {"overall": summary["overall"], **summary["subsets"], "counts": summary["counts"],
+            "complete": summary["complete"], "ties_components": summary["ties"]}
+
+
+def _evaluate_scalar(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any] | None,
+                     prb: list[Any] | None) -> dict[str, Any]:
+    from rlexp.benchmarks.runners import run_personalized, run_rewardbench2
+
     scorer = reward_scorer(rm, cfg.scorer, cfg.profile)
     metrics: dict[str, Any] = {}
     if rb2 is not None:
-        from rlexp.benchmarks.runners import run_rewardbench2
-
-        summary, rows = run_rewardbench2(
-            scorer, rb2, ties_version=cfg.benchmark.rb2.ties_version, progress=ctx.cfg.progress
-        )
-        metrics["rb2"] = {"overall": summary["overall"], **summary["subsets"], "counts": summary["counts"],
-                          "complete": summary["complete"], "ties_components": summary["ties"]}
-        path = ctx.work_dir / "rb2_scores.parquet"
-        pq.write_table(pa.Table.from_pylist(rows), path)
-        ctx.add_artifact("rb2_scores", path)
-        ctx.tracker.table("rb2/examples", list(rows[0]), [list(r.values()) for r in rows[:2000]])
+        summary, rows = run_rewardbench2(scorer, rb2, ties_version=cfg.benchmark.rb2.ties_version,
+                                         progress=ctx.cfg.progress)
+        metrics["rb2"] = _rb2_metrics(summary)
+        _write(ctx, "rb2_scores", rows)
     if prb is not None:
-        from rlexp.benchmarks.runners import run_personalized
-
         summary, rows = run_personalized(scorer, prb, progress=ctx.cfg.progress)
         metrics["prb"] = {
             "accuracy": summary["accuracy"],
@@ -51,14 +55,91 @@ def _evaluate(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any] | None
             "mean_gap": summary["mean_gap"],
             "n": summary["n"],
         }
-        path = ctx.work_dir / "prb_scores.parquet"
-        pq.write_table(pa.Table.from_pylist(rows), path)
-        ctx.add_artifact("prb_scores", path)
-        ctx.tracker.table("prb/examples", list(rows[0]), [list(r.values()) for r in rows[:2000]])
+        _write(ctx, "prb_scores", rows)
     metrics["scoring"] = {"items": scorer.stats.items, "truncated": scorer.stats.truncated}
-    ctx.info["rm"] = {"path": rm.path, "lineage": rm.lineage, "record": rm.record_id}
     ctx.info["scorer_settings"] = vars(scorer.settings)
     return metrics
+
+
+def _evaluate_generative(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any] | None,
+                         prb: list[Any] | None) -> dict[str, Any]:
+    """A causal LM as judge: RB2 ratings (or rankings) mode, PRB pairwise with seeded positions."""
+    from rlexp.benchmarks.rewardbench2_math import score_rewardbench2
+    from rlexp.benchmarks.runners import run_rewardbench2
+    from rlexp.scoring.generative import ChatLM, GenerativeJudge, JudgeSettings, judge_prb_pairs
+    from rlexp.scoring.planner import make_planner
+
+    lm = ChatLM.from_pretrained(rm.path, trust_remote_code=bool(cfg.scorer.trust_remote_code))
+    settings = JudgeSettings(seed=cfg.seed, max_new_tokens=cfg.scorer.max_new_tokens, profile_mode=cfg.profile.mode, profile_k=cfg.profile.k,
+                             separator=cfg.profile.separator)
+    planner = make_planner(cfg.profile.mode, cfg.profile.planner, k=cfg.profile.k)
+    judge = GenerativeJudge(lm, settings, name=rm.input_id, planner=planner)
+    metrics: dict[str, Any] = {"judge_mode": cfg.scorer.judge_mode}
+    if rb2 is not None:
+        ties = [it for it in rb2 if it.subset == "Ties"]
+        normal = [it for it in rb2 if it.subset != "Ties"]
+        if cfg.scorer.judge_mode == "rankings":
+            # One 4-way call per normal item; Ties is always rated (reference §2.4).
+            rows = []
+            for it in normal:
+                credit, verdict = judge.rank_rb2(it.prompt, list(it.chosen + it.rejected), item_id=it.id)
+                rows.append({"id": it.id, "subset": it.subset, "credit": credit, "verdict": verdict})
+            per_subset: dict[str, list[float]] = {}
+            for r in rows:
+                per_subset.setdefault(r["subset"], []).append(r["credit"])
+            subsets = {k: sum(v) / len(v) for k, v in per_subset.items()}
+            if ties:
+                tie_judge = GenerativeJudge(lm, JudgeSettings(**{**vars(settings), "ties_prompt": True}), name=rm.input_id)
+                tsum, trows = run_rewardbench2(tie_judge, ties, ties_version=cfg.benchmark.rb2.ties_version)
+                subsets["Ties"] = tsum["subsets"]["Ties"]
+                rows += trows
+            metrics["rb2"] = {"overall": sum(subsets.values()) / len(subsets), **subsets,
+                              "complete": len(subsets) == 6}
+        else:
+            # Ratings as scores: the best-of-4 rule over ratings with -1 for failures equals the
+            # reference's argmax over valid ratings (0.25 when none is valid).
+            summary, rows = run_rewardbench2(judge, normal, ties_version=cfg.benchmark.rb2.ties_version) if normal else ({}, [])
+            if ties:
+                tie_judge = GenerativeJudge(lm, JudgeSettings(**{**vars(settings), "ties_prompt": True}), name=rm.input_id)
+                _, trows = run_rewardbench2(tie_judge, ties, ties_version=cfg.benchmark.rb2.ties_version)
+                rows += trows
+            grouped: dict[str, dict[str, Any]] = {}
+            for r in rows:
+                g = grouped.setdefault(r["id"], {"id": r["id"], "subset": r["subset"], "scores": [],
+                                                  "num_correct": r["num_correct"]})
+                g["scores"].append(r["score"])
+            metrics["rb2"] = _rb2_metrics(score_rewardbench2(list(grouped.values()), cfg.benchmark.rb2.ties_version))
+        _write(ctx, "rb2_scores", rows)
+    if prb is not None:
+        result = judge_prb_pairs(judge, prb, seed=42)
+        ref = result["reference"]
+        metrics["prb"] = {"accuracy": ref["accuracy"], "accuracy_excluding_failures": result["exclude"]["accuracy"],
+                          "parse_failures": result["parse_failures"], "summary": ref, "n": result["n"]}
+        _write(ctx, "prb_scores", result["per_item"])
+    metrics["scoring"] = {"parse_failures": judge.stats.parse_failures, "items": judge.stats.items}
+    ctx.info["judge_settings"] = vars(settings)
+    return metrics
+
+
+def _evaluate(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any] | None, prb: list[Any] | None) -> dict[str, Any]:
+    from rlexp.models.loading import quiet_libraries
+
+    quiet_libraries()
+    ctx.info["rm"] = {"path": rm.path, "lineage": rm.lineage, "record": rm.record_id}
+    if cfg.scorer.kind == "generative":
+        return _evaluate_generative(ctx, cfg, rm, rb2, prb)
+    return _evaluate_scalar(ctx, cfg, rm, rb2, prb)
+
+
+def _judge_ref(cfg: DictConfig) -> RMRef | None:
+    """A generative judge may be named by lineage (``rm=tiny_qwen``): its instruct checkpoint."""
+    from rlexp.config import CONF_DIR
+    from rlexp.scoring.resolve import model_path
+
+    if not (CONF_DIR / "model" / f"{cfg.rm}.yaml").is_file():
+        return None
+    path = model_path(cfg, str(cfg.rm))
+    return RMRef(path, f"lineage:{cfg.rm}:{Path(path).parent.name}", str(cfg.rm), None)
 
 
 def run(cfg: DictConfig) -> Record:
@@ -67,10 +148,15 @@ def run(cfg: DictConfig) -> Record:
 
     if cfg.profile.mode not in PROFILE_MODES:
         raise ConfigError(f"profile={cfg.profile.mode!r} is not one of {', '.join(PROFILE_MODES)}")
+    if cfg.scorer.kind not in ("seq_cls", "generative"):
+        raise ConfigError(f"scorer.kind={cfg.scorer.kind!r} is not one of seq_cls, generative")
+    if cfg.scorer.judge_mode not in ("ratings", "rankings"):
+        raise ConfigError(f"scorer.judge_mode={cfg.scorer.judge_mode!r} is not one of ratings, rankings")
     if cfg.benchmark.rb2 is None and cfg.benchmark.prb is None:
         raise ConfigError(f"benchmark {cfg.benchmark.name!r} names neither rb2 nor prb")
     store = Store(cfg.paths.store)
-    rm = resolve_rm(cfg.rm, store)
+    rm = _judge_ref(cfg) if cfg.scorer.kind == "generative" else None
+    rm = rm or resolve_rm(cfg.rm, store)
     inputs = {"rm": rm.input_id}
     rb2 = prb = None
     if cfg.benchmark.rb2 is not None:

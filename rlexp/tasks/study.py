@@ -75,6 +75,10 @@ def _run_step(step: Step, threads: int) -> tuple[str, str | None, str | None]:
 
         torch.set_num_threads(threads)
     try:
+        if step.task == "lineage":
+            from rlexp.models.lineages import resolve_lineage
+
+            return step.key, resolve_lineage(step.cfg).record_id, None
         module = importlib.import_module(f"rlexp.tasks.{step.task}")
         record = module.run(step.cfg)
         return step.key, record.id, None
@@ -131,11 +135,14 @@ def run(cfg: DictConfig) -> Record:
     threads = int(cfg.runtime.threads)
     results: dict[str, tuple[str | None, str | None]] = {}
 
-    # Stage 0: shared inputs (sandbox, lineages) once, before parallel jobs race to build them.
-    from rlexp.models.lineages import resolve_lineage
+    # Stage 0: shared inputs once, before parallel jobs race to build them: the sandbox, then the
+    # lineages side by side.
+    from rlexp.tasks.data import ensure_sandbox
 
-    for lineage in dict.fromkeys([*g.lineages, g.policy]):
-        resolve_lineage(task_cfg("train_rm", [f"model={lineage}"]))
+    ensure_sandbox(task_cfg("data", []))
+    lineage_steps = [Step("lineage", f"lineage/{name}", task_cfg("train_rm", [f"model={name}"]))
+                     for name in dict.fromkeys([*g.lineages, g.policy])]
+    results.update(_run_stage("lineages", lineage_steps, g.n_jobs, threads))
 
     # Stage 1: reward models.
     train_steps = []

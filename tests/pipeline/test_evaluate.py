@@ -90,3 +90,33 @@ def test_bad_inputs(world: Path, rms: dict[str, str], tmp_path: Path) -> None:
     # An unknown profile mode.
     out = run(f"rm={rms['llama_general']}", "profile.mode=psychic")
     assert out.returncode == 2 and "psychic" in out.stderr and out.stderr.strip().count("\n") == 0
+
+
+def test_generative_judge_runs_and_counts_failures(world: Path, rms: dict[str, str]) -> None:
+    from rlexp.tasks import evaluate
+
+    rec = evaluate.run(compose("evaluate", "rm=tiny_qwen", "scorer=generative", "scorer.max_new_tokens=12",
+                               "benchmark=both", "benchmark.rb2.subsets=[Math]", "benchmark.rb2.limit=6",
+                               "benchmark.prb.limit=8"))
+    m = rec.metrics
+    assert 0.0 <= m["rb2"]["Math"] <= 1.0 and m["rb2"]["counts"]["Math"] == 6
+    assert m["prb"]["n"] == 8 and set(m["prb"]["summary"]) >= {"position_bias", "accuracy_chosen_in_a"}
+    assert m["scoring"]["parse_failures"] >= 0
+
+
+def test_generative_judge_without_chat_template(world: Path, rms: dict[str, str], tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from rlexp.models.lineages import resolve_lineage
+
+    src = Path(resolve_lineage(compose("train_rm", "model=tiny_qwen")).instruct)
+    dst = tmp_path / "no_template"
+    shutil.copytree(src, dst)
+    (dst / "chat_template.jinja").unlink(missing_ok=True)
+    cfg = json.loads((dst / "tokenizer_config.json").read_text())
+    cfg.pop("chat_template", None)
+    (dst / "tokenizer_config.json").write_text(json.dumps(cfg))
+    out = subprocess.run(rlexp_cmd("evaluate", "logger=none", f"rm={dst}", "scorer=generative", "benchmark=prb"),
+                         capture_output=True, text=True, env=env_with(RLEXP_ROOT=str(world)), timeout=300)
+    assert out.returncode == 2 and "no chat template" in out.stderr and out.stderr.strip().count("\n") == 0
