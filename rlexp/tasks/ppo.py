@@ -145,7 +145,12 @@ def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str
         reward_model = adapter.reward_module(reward, tokenizer, train_prompts, cfg.sampling.profile_k, cfg.reward_scale)
         settings = _settings(cfg, report_to, bf16, use_cpu)
         if cfg.deepspeed.name != "none":
+            import os
+
             settings["deepspeed"] = OmegaConf.to_container(cfg.deepspeed.config, resolve=True)
+            # PPOConfig shadows TrainingArguments.world_size with a field that is None until the
+            # trainer starts, but HF's DeepSpeed "auto" resolution reads it in __post_init__.
+            settings["world_size"] = int(os.environ.get("WORLD_SIZE", "1"))
         args = adapter.ppo_config(str(scratch), settings)
         dataset = adapter.tokenise_prompts(tokenizer, train_prompts, cfg.sampling.profile_k)
         trained, value_trained, train_metrics = adapter.train_ppo(
