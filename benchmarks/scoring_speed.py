@@ -30,7 +30,7 @@ def main() -> None:
     cfg = compose("evaluate", "rm=x")
     items = load_rb2(resolve_ref("sandbox:rb2", cfg)[0])
     texts, index = unroll(items)
-    inputs = [ScoreInput(items[i].prompt, t) for t, (i, _) in zip(texts, index)]
+    inputs = [ScoreInput(items[i].prompt, t) for t, (i, _) in zip(texts, index, strict=True)]
     tok = load_tokenizer(resolve_lineage(compose("train_rm", "model=tiny_llama")).base, padding_side="right")
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=len(tok), hidden_size=512, intermediate_size=1376, num_hidden_layers=6,

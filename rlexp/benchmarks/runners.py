@@ -17,7 +17,7 @@ from rlexp.data.schemas import PRBItem, RB2Item
 from rlexp.scoring.base import ScoreInput, Scorer
 
 
-def _score_chunked(scorer: Scorer, inputs: list[ScoreInput], desc: str, progress: bool, chunk: int = 256) -> np.ndarray:
+def score_chunked(scorer: Scorer, inputs: list[ScoreInput], desc: str, progress: bool, chunk: int = 256) -> np.ndarray:
     """Score in chunks so the progress bar moves; the scorer still batches within a chunk."""
     from tqdm.auto import tqdm
 
@@ -36,7 +36,7 @@ def run_rewardbench2(
     """Unroll chosen + rejected, score every completion, re-roll by total_completions, score RB2."""
     texts, index = unroll(items)
     inputs = [ScoreInput(items[i].prompt, t) for t, (i, _) in zip(texts, index, strict=False)]
-    flat = _score_chunked(scorer, inputs, "RewardBench 2", progress)
+    flat = score_chunked(scorer, inputs, "RewardBench 2", progress)
     grouped = reroll(flat.tolist(), [it.total_completions for it in items])
     rows = [
         {"id": it.id, "subset": it.subset, "scores": s, "num_correct": it.num_correct} for it, s in zip(items, grouped, strict=False)
@@ -66,7 +66,7 @@ def run_personalized(
     for it in items:
         inputs.append(ScoreInput(it.question, it.chosen, it.profile))
         inputs.append(ScoreInput(it.question, it.rejected, it.profile))
-    flat = _score_chunked(scorer, inputs, "Personalized RewardBench", progress)
+    flat = score_chunked(scorer, inputs, "Personalized RewardBench", progress)
     chosen, rejected = flat[0::2], flat[1::2]
     summary = pairwise_accuracy(chosen.tolist(), rejected.tolist(), [it.domain for it in items])
     per_example = [

@@ -46,6 +46,12 @@ def pool_matrix(pool_path: str, prompts: Sequence[PromptItem]) -> tuple[list[lis
     return texts, n
 
 
+def rm_scores_key(rm_id: str, cfg: DictConfig) -> dict[str, Any]:
+    """What identifies an RM's scores of a pool; BoN and PPO use the same key, so they share the cache."""
+    return {"rm": rm_id, "scorer": OmegaConf.to_container(cfg.scorer, resolve=True),
+            "profile": OmegaConf.to_container(cfg.profile, resolve=True)}
+
+
 def score_pool(
     cfg: DictConfig,
     *,
@@ -66,9 +72,9 @@ def score_pool(
         inputs = [
             ScoreInput(p.prompt, t, p.profile, p.hidden) for p, row in zip(prompts, texts, strict=False) for t in row
         ]
-        from rlexp.benchmarks.runners import _score_chunked
+        from rlexp.benchmarks.runners import score_chunked
 
-        flat = _score_chunked(scorer, inputs, f"scoring pool ({role})", bool(ctx.cfg.progress))
+        flat = score_chunked(scorer, inputs, f"scoring pool ({role})", bool(ctx.cfg.progress))
         bad = np.flatnonzero(~np.isfinite(flat))
         if bad.size:
             p, j = divmod(int(bad[0]), n)

@@ -98,10 +98,9 @@ def model_path(cfg: Any, ref: str) -> str:
 
     conf = CONF_DIR / "model" / f"{ref}.yaml"
     if conf.is_file():
-        from rlexp.models.lineages import resolve_lineage
-
         # Any task's config (which may have no `model` key) plus the lineage's model node.
         from rlexp.config import ModelConfig
+        from rlexp.models.lineages import resolve_lineage
 
         # Through the schema, so the lineage hashes exactly as when `model=<name>` composes it.
         node = OmegaConf.merge(OmegaConf.structured(ModelConfig), OmegaConf.load(conf))

@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlexp.config import BonConfig, SampleConfig
 from rlexp.downstream.bon_math import bon_curve, bootstrap_ci, default_ks
-from rlexp.downstream.pool_scoring import score_pool
+from rlexp.downstream.pool_scoring import rm_scores_key, score_pool
 from rlexp.errors import ConfigError
 from rlexp.runtime import RunContext, execute, hydra_entry
 from rlexp.scoring.resolve import gold_judge, judge_key, resolve_rm, reward_scorer
@@ -102,8 +102,7 @@ def run(cfg: DictConfig) -> Record:
     kind = prompts[0].kind if prompts else cfg.prompts.name
     gold_key = judge_key(cfg.judge, kind)
     pool_path = str(store.resolve(pool.artifacts["pool"]))
-    rm_key = {"rm": rm.input_id, "scorer": OmegaConf.to_container(cfg.scorer, resolve=True),
-              "profile": OmegaConf.to_container(cfg.profile, resolve=True)}
+    rm_key = rm_scores_key(rm.input_id, cfg)
     rm_scores, rm_sid = score_pool(cfg, pool_id=pool.id, pool_path=pool_path, prompts=prompts, scorer_key=rm_key,
                                    make_scorer=lambda: reward_scorer(rm, cfg.scorer, cfg.profile), role="rm")
     gold, gold_sid = score_pool(cfg, pool_id=pool.id, pool_path=pool_path, prompts=prompts, scorer_key=gold_key,

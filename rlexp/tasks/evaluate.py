@@ -77,6 +77,8 @@ def _evaluate_generative(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[
     metrics: dict[str, Any] = {"judge_mode": cfg.scorer.judge_mode}
     if rb2 is not None:
         ties = [it for it in rb2 if it.subset == "Ties"]
+        # Ties is always rated, with the prompt variant that ignores depth and detail (§2.4).
+        tie_judge = GenerativeJudge(lm, JudgeSettings(**{**vars(settings), "ties_prompt": True}), name=rm.input_id)
         normal = [it for it in rb2 if it.subset != "Ties"]
         if cfg.scorer.judge_mode == "rankings":
             # One 4-way call per normal item; Ties is always rated (reference §2.4).
@@ -89,7 +91,6 @@ def _evaluate_generative(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[
                 per_subset.setdefault(r["subset"], []).append(r["credit"])
             subsets = {k: sum(v) / len(v) for k, v in per_subset.items()}
             if ties:
-                tie_judge = GenerativeJudge(lm, JudgeSettings(**{**vars(settings), "ties_prompt": True}), name=rm.input_id)
                 tsum, trows = run_rewardbench2(tie_judge, ties, ties_version=cfg.benchmark.rb2.ties_version)
                 subsets["Ties"] = tsum["subsets"]["Ties"]
                 rows += trows
@@ -100,7 +101,6 @@ def _evaluate_generative(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[
             # reference's argmax over valid ratings (0.25 when none is valid).
             summary, rows = run_rewardbench2(judge, normal, ties_version=cfg.benchmark.rb2.ties_version) if normal else ({}, [])
             if ties:
-                tie_judge = GenerativeJudge(lm, JudgeSettings(**{**vars(settings), "ties_prompt": True}), name=rm.input_id)
                 _, trows = run_rewardbench2(tie_judge, ties, ties_version=cfg.benchmark.rb2.ties_version)
                 rows += trows
             grouped: dict[str, dict[str, Any]] = {}

@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlexp.config import PPOConfig  # noqa: F401  (schema registration)
 from rlexp.downstream.bon_math import bootstrap_ci
-from rlexp.downstream.pool_scoring import score_pool
+from rlexp.downstream.pool_scoring import rm_scores_key, score_pool
 from rlexp.errors import ConfigError
 from rlexp.runtime import RunContext, execute, hydra_entry
 from rlexp.scoring.resolve import gold_judge, judge_key, reward_for
@@ -193,8 +193,7 @@ def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str
 
     gold_before = judged(before, gkey, lambda: gold_judge(cfg, kind), "gold")
     gold_after = judged(after, gkey, lambda: gold_judge(cfg, kind), "gold")
-    rm_key = {"rm": rm_id, "scorer": OmegaConf.to_container(cfg.scorer, resolve=True),
-              "profile": OmegaConf.to_container(cfg.profile, resolve=True)}
+    rm_key = rm_scores_key(rm_id, cfg)
     proxy_before = judged(before, rm_key, lambda: reward, "rm")
     proxy_after = judged(after, rm_key, lambda: reward, "rm")
     gain = gold_after - gold_before

@@ -37,7 +37,7 @@ def test_bon_gains_follow_rm_quality(world: Path, rms: dict[str, str]) -> None:
     # std ~0.05), so the general-vs-flipped order is reported, not asserted (see the issue note).
     for m in (pers_good, gen_good):
         oracle = [m["curve"][k]["oracle"] for k in sorted(m["curve"], key=int)]
-        assert all(a <= b + 1e-12 for a, b in zip(oracle, oracle[1:]))
+        assert all(a <= b + 1e-12 for a, b in zip(oracle, oracle[1:], strict=False))
         assert all(m["curve"][k]["oracle"] >= m["curve"][k]["bon"] - 1e-12 for k in m["curve"])
 
 

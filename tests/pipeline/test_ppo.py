@@ -44,7 +44,7 @@ def test_cross_lineage_rm_reward_equals_rm_score_of_decoded_text(world: Path, rm
     log = module.log
     assert len(log.scores) >= 8
     by_prompt = {p.prompt: p for p in prompts}
-    again = reward.score([ScoreInput(p, r, by_prompt[p].profile) for p, r in zip(log.prompts, log.responses)])
+    again = reward.score([ScoreInput(p, r, by_prompt[p].profile) for p, r in zip(log.prompts, log.responses, strict=True)])
     assert np.max(np.abs(np.asarray(log.scores) - again)) <= 1e-5
 
 
@@ -55,6 +55,7 @@ def test_bad_inputs(world: Path, rms: dict[str, str]) -> None:
         return subprocess.run(rlexp_cmd("ppo", "logger=none", *args), capture_output=True, text=True, env=env, timeout=300)
 
     rm = f"rm={rms['llama_general']}"
+    before = {r.id for r in Store(world / "runs").records("ppo")}
     for args, msg in [
         ((rm, "trainer.response_length=0"), "response_length=0"),
         ((rm, "trainer.total_episodes=-4"), "total_episodes=-4"),
@@ -63,7 +64,7 @@ def test_bad_inputs(world: Path, rms: dict[str, str]) -> None:
     ]:
         out = run(*args)
         assert out.returncode == 2 and msg in out.stderr and out.stderr.strip().count("\n") == 0, out.stderr[-1500:]
-    assert not list(Store(world / "runs").records("ppo"))
+    assert {r.id for r in Store(world / "runs").records("ppo")} == before  # no record written
 
 
 def test_reward_must_be_a_scorer() -> None:
