@@ -125,7 +125,9 @@ class MixConfig:
     """A preference-data mix: source name -> sandbox source / local file / hub id, with weights."""
 
     name: str = "general"
-    sources: dict[str, str] = field(default_factory=lambda: {"general": "sandbox:general"})
+    # Empty by default: Hydra merges a data group's ``sources`` into this dict, so any default
+    # entry here would silently join every mix.
+    sources: dict[str, str] = field(default_factory=dict)
     weights: dict[str, float] | None = None
     max_rows: int | None = None
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlexp.errors import RlexpError
+from rlexp.errors import ConfigError, RlexpError
 from rlexp.store import Record, Store, git_commit, library_versions, record_id
 from rlexp.tracking import Tracker, redact, track
 
@@ -164,6 +164,7 @@ def hydra_entry(task: str, run: Callable[[DictConfig], Any]) -> Callable[[], Non
     In a multirun a failed job is reported and the sweep goes on with the other jobs.
     """
     import hydra
+    from omegaconf.errors import MissingMandatoryValue
 
     from rlexp.config import CONF_DIR
 
@@ -175,7 +176,11 @@ def hydra_entry(task: str, run: Callable[[DictConfig], Any]) -> Callable[[], Non
         logging.basicConfig(level=logging.INFO, format="[%(name)s] %(message)s")
         multirun = HydraConfig.get().mode == RunMode.MULTIRUN
         try:
-            record = run(cfg)
+            try:
+                record = run(cfg)
+            except MissingMandatoryValue as missing:  # a ``???`` the user did not fill in
+                key = missing.full_key or "a required value"
+                raise ConfigError(f"{key} is required: pass {key}=<value>") from missing
             return record.id if isinstance(record, Record) else record
         except RlexpError as exc:
             report_error(task, exc)

@@ -24,6 +24,15 @@ def quiet_libraries() -> None:
     transformers.utils.logging.disable_progress_bar()
 
 
+def drop_log_printer(trainer: Any) -> Any:
+    """Stop a transformers Trainer from printing every log dict to stdout (its fallback when
+    progress bars are off); rlexp records the same metrics in the run's record and W&B."""
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)
+    return trainer
+
+
 def check_model_dir(path: str | Path) -> Path:
     """A local model folder must hold a config and safetensors weights (pickle weights are refused)."""
     p = Path(path)

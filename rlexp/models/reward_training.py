@@ -15,6 +15,7 @@ from typing import Any
 
 from rlexp.data.schemas import PreferencePair
 from rlexp.errors import ConfigError
+from rlexp.models.loading import drop_log_printer
 from rlexp.scoring.base import ScoreInput
 
 
@@ -165,6 +166,7 @@ def train(
         peft_config=peft_config,
         callbacks=callbacks,
     )
+    drop_log_printer(trainer)
     result = trainer.train(resume_from_checkpoint=resume)
     metrics = {
         "train/loss": float(result.training_loss),

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlexp.models.loading import drop_log_printer
+
 # Chat formats: special tokens + a Jinja chat template the tokenizer saves with itself.
 CHAT_FORMATS: dict[str, dict[str, Any]] = {
     "llama": {
@@ -151,7 +153,7 @@ def pretrain(model: Any, tokenizer: Any, lines: Sequence[str], spec: TinySpec, o
 
     ds = Dataset.from_dict({"text": list(lines)})
     args = _sft_args(out / "_pretrain", spec, spec.pretrain_epochs, dataset_text_field="text", packing=False)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tokenizer)
+    trainer = drop_log_printer(SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tokenizer))
     result = trainer.train()
     return {"pretrain/loss": float(result.training_loss), "pretrain/steps": int(result.global_step)}
 
@@ -170,7 +172,7 @@ def instruct_tune(
         }
     )
     args = _sft_args(out / "_sft", spec, spec.sft_epochs)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tokenizer)
+    trainer = drop_log_printer(SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tokenizer))
     result = trainer.train()
     return {"sft/loss": float(result.training_loss), "sft/steps": int(result.global_step)}
 

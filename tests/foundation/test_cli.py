@@ -87,3 +87,12 @@ def test_store_ls_and_show(root: Path) -> None:
     assert show.returncode == 0 and f'"id": "{rid}"' in show.stdout
     missing = run("store", "show", "nope")
     assert missing.returncode == 2 and "no unique record" in missing.stderr
+
+
+def test_missing_required_value_is_one_line(root: Path) -> None:
+    for args, key in ((("bon",), "rm"), (("ppo",), "rm"), (("train_rm", "data=local"), "data.sources.local")):
+        out = run(*args)
+        assert out.returncode == 2, (args, out.stderr[-500:])
+        assert out.stderr.strip().count("\n") == 0
+        assert f"{key} is required" in out.stderr
+    assert not list((root / "runs" / "records").glob("*/*.json")) if (root / "runs").exists() else True

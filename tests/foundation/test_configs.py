@@ -49,3 +49,14 @@ def test_paths_follow_rlexp_root(root) -> None:
         cfg = compose("env")
     assert cfg.paths.store == f"{root}/runs"
     assert cfg.logger.kind == "wandb"
+
+
+@pytest.mark.parametrize("group_file", sorted((CONF_DIR / "data").glob("*.yaml")), ids=lambda p: p.stem)
+def test_data_group_sources_are_exactly_the_groups(group_file) -> None:
+    # Regression: a default source in the schema used to be merged into every mix, so
+    # data=personal trained on general + personal.
+    from rlexp.runtime import compose_task
+
+    own = OmegaConf.load(group_file)
+    cfg = compose_task("train_rm", [f"data={group_file.stem}"])
+    assert list(cfg.data.sources) == list(own.sources)
