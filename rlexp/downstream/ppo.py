@@ -21,6 +21,7 @@ import numpy as np
 from rlexp.data.schemas import PromptItem
 from rlexp.downstream.sampling import chat_messages
 from rlexp.errors import ConfigError
+from rlexp.models.loading import drop_log_printer
 from rlexp.scoring.base import ScoreInput, Scorer, check_scorer
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -179,6 +180,7 @@ def train_ppo(
         )
     except ValueError as exc:
         raise ConfigError(f"PPO: {' '.join(str(exc).split())[:300]}") from None
+    drop_log_printer(trainer)
     trainer.train()
     history = [h for h in trainer.state.log_history if "objective/kl" in h]
     last = history[-1] if history else {}
@@ -232,6 +234,7 @@ def train_grpo_like(
         raise ConfigError(f"invalid {algorithm} settings: {' '.join(str(exc).split())[:300]}") from None
     trainer = Trainer(model=policy, reward_funcs=reward, args=args, train_dataset=ds, processing_class=tokenizer,
                       peft_config=peft_config)
+    drop_log_printer(trainer)
     trainer.train()
     history = [h for h in trainer.state.log_history if "reward" in h]
     metrics = {k: float(v) for k, v in (history[-1] if history else {}).items() if isinstance(v, (int, float))}
