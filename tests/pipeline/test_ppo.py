@@ -111,3 +111,22 @@ def test_ppo_deepspeed_zero2_on_cpu(world: Path, rms: dict[str, str]) -> None:
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     recs = [r for r in Store(world / "runs").records("ppo") if r.config["deepspeed"]["name"] == "zero2"]
     assert recs and recs[-1].metrics["train"]["steps"] > 0
+
+
+@pytest.mark.parametrize("algorithm", ["grpo", "rloo"])
+def test_grpo_and_rloo_train_and_are_judged_like_ppo(world: Path, algorithm: str) -> None:
+    """TRL's GRPO / RLOO with a scorer (here the rubric judge) as reward: trained, saved, gold-judged."""
+    from rlexp.tasks import ppo
+
+    rec = ppo.run(compose("ppo", f"algorithm={algorithm}", "rm=judge:rubric", "model=tiny_llama",
+                          "prompts=personalized", "prompts.limit=16", "sampling.n=2", "n_boot=100",
+                          "trainer.total_episodes=32"))
+    m = rec.metrics
+    assert rec.info["algorithm"] == algorithm
+    assert m["train"]["steps"] >= 1 and "reward" in m["train"]
+    assert 0.0 <= m["gold_before"] <= 1.0 and 0.0 <= m["gold_after"] <= 1.0
+    assert m["gain"] == pytest.approx(m["gold_after"] - m["gold_before"])
+    lo, hi = m["gain_ci"]
+    assert lo <= m["gain"] <= hi
+    policy = Store(world / "runs").resolve(rec.artifacts["policy"])
+    assert (policy / "model.safetensors").is_file() and (policy / "tokenizer_config.json").is_file()
