@@ -24,6 +24,8 @@ from rlexp.store import Record
 
 log = logging.getLogger("rlexp")
 
+MODEL_TASKS = ("train_rm", "sample", "bon", "ppo")  # the tasks whose config holds a lineage (model=...)
+
 
 @dataclass
 class PPOPick:
@@ -44,7 +46,9 @@ class StudyGrid:
     ppo: list[PPOPick] = field(default_factory=list)
     ppo_upper_bound: bool = True
     n_jobs: int = 2
-    overrides: dict[str, list[str]] = field(default_factory=dict)  # task -> extra hydra overrides
+    # task -> extra hydra overrides; the key ``model`` applies to every task that builds or loads
+    # a lineage (train_rm, sample, bon, ppo), so e.g. a lighter tiny lineage stays one lineage.
+    overrides: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -129,8 +133,13 @@ def run(cfg: DictConfig) -> Record:
     ]
     extra = {k: list(v) for k, v in (OmegaConf.to_container(g.overrides) or {}).items()}
 
+    unknown = sorted(set(extra) - {*MODEL_TASKS, "evaluate", "correlate", "data", "model"})
+    if unknown:
+        raise ConfigError(f"study.overrides.{unknown[0]}: not a task of the study (or 'model')")
+
     def task_cfg(task: str, overrides: list[str]) -> DictConfig:
-        return compose_task(task, common + overrides + extra.get(task, []))
+        shared = extra.get("model", []) if task in MODEL_TASKS else []
+        return compose_task(task, common + shared + overrides + extra.get(task, []))
 
     threads = int(cfg.runtime.threads)
     results: dict[str, tuple[str | None, str | None]] = {}

@@ -56,7 +56,7 @@ def test_quick_study_outputs_and_resume(world: Path, rms: dict[str, str], tmp_pa
 
     # Killed mid-way and resumed: the same tables as the uninterrupted run.
     second = tmp_path / "resumed"
-    _seed_store(world, second)
+    _seed_store(first, second)  # the quick preset's own (lighter) lineages, built by the first run
     proc = _study(second, background=True)
     deadline = time.time() + 900
     while time.time() < deadline and proc.poll() is None:
