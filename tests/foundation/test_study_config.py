@@ -1,0 +1,26 @@
+"""`rlexp study` rejects a grid it cannot run before doing any work."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tests.conftest import rlexp_cmd
+
+
+def _study(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(rlexp_cmd("study", "logger=none", *args), capture_output=True, text=True, timeout=120)
+
+
+def test_empty_grid_is_one_line(root: Path) -> None:
+    out = _study("study.mixes=[]")
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "study grid is empty" in out.stderr
+    assert not (root / "runs").exists()
+
+
+def test_override_for_an_unknown_task_is_one_line(root: Path) -> None:
+    out = _study("study.overrides.trian_rm=['data.max_rows=10']")
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "study.overrides.trian_rm" in out.stderr
+    assert not (root / "runs").exists()
