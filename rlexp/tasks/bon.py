@@ -39,6 +39,28 @@ def ensure_pool(cfg: DictConfig) -> tuple[Record, list[Any]]:
     return sample.run(scfg), prompts
 
 
+def _gains_by_group(prompts: list[Any], gain: np.ndarray, oracle_gain: np.ndarray, cfg: DictConfig) -> dict[str, Any]:
+    """gain@n per prompt group (the sandbox's general task kind, or the personalized domain).
+
+    Why: an overall gain can hide that all of it comes from one kind of prompt (e.g. constraint
+    following) while the RM is useless or harmful on the others. Empty when prompts carry no group.
+    """
+    groups: dict[str, list[int]] = {}
+    for i, p in enumerate(prompts):
+        hidden = p.hidden or {}
+        name = hidden.get("task") or hidden.get("domain")
+        if name:
+            groups.setdefault(str(name), []).append(i)
+    if len(groups) < 2:
+        return {}
+    out = {}
+    for name, ix in sorted(groups.items()):
+        lo, hi = bootstrap_ci(gain[ix], n_boot=cfg.n_boot, seed=cfg.seed)
+        out[name] = {"prompts": len(ix), "gain": float(gain[ix].mean()), "gain_ci": [lo, hi],
+                     "oracle_gain": float(oracle_gain[ix].mean())}
+    return out
+
+
 def _bon(ctx: RunContext, cfg: DictConfig, pool: Record, prompts: list[Any], rm_scores: np.ndarray,
          gold: np.ndarray, ks: list[int], ids: dict[str, str]) -> dict[str, Any]:
     prompt_ids = [p.prompt_id for p in prompts]
@@ -71,6 +93,9 @@ def _bon(ctx: RunContext, cfg: DictConfig, pool: Record, prompts: list[Any], rm_
             for k in curve["ks"]
         },
     }
+    by_group = _gains_by_group(prompts, per["bon"][:, -1] - base, per["oracle"][:, -1] - base, cfg)
+    if by_group:
+        metrics["by_group"] = by_group
     # Per-prompt selections at every k, for prompt-level bootstraps downstream.
     rows = {"prompt_id": prompt_ids, "bon_at_1": base.tolist()}
     for c, k in enumerate(curve["ks"]):

@@ -41,6 +41,18 @@ def test_bon_gains_follow_rm_quality(world: Path, rms: dict[str, str]) -> None:
         assert all(m["curve"][k]["oracle"] >= m["curve"][k]["bon"] - 1e-12 for k in m["curve"])
 
 
+def test_gains_by_prompt_group_add_up(world: Path, rms: dict[str, str]) -> None:
+    m = _bon(rms["llama_general"], "general", "profile=none", "n_boot=150").metrics
+    groups = m["by_group"]
+    assert {"fact", "math", "constraints", "safety"} <= set(groups)
+    assert sum(g["prompts"] for g in groups.values()) == m["prompts"]
+    weighted = sum(g["gain"] * g["prompts"] for g in groups.values()) / m["prompts"]
+    assert weighted == pytest.approx(m["gain_at_n"], abs=1e-12)
+    for g in groups.values():
+        assert g["gain_ci"][0] <= g["gain"] <= g["gain_ci"][1]
+        assert g["oracle_gain"] >= g["gain"] - 1e-12
+
+
 def test_pool_is_shared_and_scores_cached(world: Path, rms: dict[str, str]) -> None:
     store = Store(world / "runs")
     _bon(rms["qwen_general"], "general", "profile=none")  # an RM of another lineage than the policy
