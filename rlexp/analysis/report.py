@@ -245,6 +245,36 @@ def _headline(table: pd.DataFrame, corr: pd.DataFrame) -> str:
     return markdown_table(["downstream", "RB2 ρ", f"RB2 {nd}", "n", "best PRB column", "PRB ρ", f"PRB {nd}", "n"], rows)
 
 
+def _gain(v: Any) -> str:
+    """A gain to 3 decimals (JSON round trips turn 0.0 into 0, which ``_num`` would print as "0")."""
+    return _num(v if v is None or isinstance(v, bool) else float(v))
+
+
+def _bon_groups_section(context: Mapping[str, Any], table: pd.DataFrame) -> list[str]:
+    """Best-of-N gain@n per prompt group (general kind / personalized domain), one table per setting."""
+    groups = context.get("bon_groups") or {}
+    if not groups:
+        return []
+    labels = table["label"].to_dict() if "label" in table else {}
+    lines = ["## Best-of-N gain by prompt group", "",
+             "gain@n (n = samples per prompt) with its bootstrap CI over the group's prompts: where each "
+             "RM's gain comes from.", ""]
+    for setting, by_rm in sorted(groups.items()):
+        names = sorted({g for v in by_rm.values() for g in v["groups"]})
+        sizes = {g: next(v["groups"][g]["prompts"] for v in by_rm.values() if g in v["groups"]) for g in names}
+        rows = []
+        for rm, v in sorted(by_rm.items(), key=lambda kv: str(labels.get(kv[0], kv[0]))):
+            cells = []
+            for g in names:
+                c = v["groups"].get(g)
+                cells.append("–" if c is None else
+                             f"{_gain(c['gain'])} [{_gain(c['gain_ci'][0])}, {_gain(c['gain_ci'][1])}]")
+            rows.append([labels.get(rm, rm), v.get("n"), *cells])
+        lines += [f"### {setting}", "",
+                  markdown_table(["RM", "n", *(f"{g} ({sizes[g]} prompts)" for g in names)], rows), ""]
+    return lines
+
+
 def report_markdown(table: pd.DataFrame, corr: pd.DataFrame, context: Mapping[str, Any],
                     settings: Mapping[str, Any]) -> str:
     n_ext = int(table["external"].astype(bool).sum()) if "external" in table else 0
@@ -307,6 +337,8 @@ def report_markdown(table: pd.DataFrame, corr: pd.DataFrame, context: Mapping[st
     else:
         lines.append("None in this study.")
     lines.append("")
+
+    lines += _bon_groups_section(context, table)
 
     lines += ["## Figures", ""]
     captions = {

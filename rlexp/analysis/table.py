@@ -442,6 +442,7 @@ def build_table(
     curves: dict[str, dict[str, Any]] = defaultdict(dict)
     per_prompt: dict[str, dict[str, str]] = defaultdict(dict)
     ppo_ci: dict[str, dict[str, list[float | None]]] = defaultdict(dict)
+    bon_groups: dict[str, dict[str, Any]] = defaultdict(dict)  # setting -> RM -> gain@n per prompt group
     for rm in rms:
         rows[rm].update(_factors(collection.rm_records.get(rm)))
         rows[rm]["external"] = rm not in collection.rm_records
@@ -478,6 +479,15 @@ def build_table(
             }
             if rec.artifacts.get("per_prompt"):
                 per_prompt[f"{group}/gain@{kk}"][rm] = str(collection.store.resolve(rec.artifacts["per_prompt"]))
+            if rec.metrics.get("by_group"):
+                bon_groups[group][rm] = {
+                    "n": rec.metrics.get("n"),
+                    "groups": {
+                        str(g): {"gain": _jsonable(_num(v.get("gain"))), "prompts": v.get("prompts"),
+                                 "gain_ci": [_jsonable(_num(x)) for x in list(v.get("gain_ci") or [None, None])[:2]]}
+                        for g, v in rec.metrics["by_group"].items()
+                    },
+                }
         else:
             row[f"{group}/gain"] = _num(rec.metrics.get("gain"))
             match = rec.info.get("lineage_match")
@@ -532,6 +542,7 @@ def build_table(
         "curves": dict(curves),
         "per_prompt": dict(per_prompt),
         "ppo_ci": dict(ppo_ci),
+        "bon_groups": dict(bon_groups),
         "records": [_describe(r, used) for r in collection.records],
     }
     return table

@@ -89,6 +89,13 @@ def _per_prompt(store: Store, rid: str, rng: np.random.Generator, gain16: float,
     return curve, store.relative(folder / "per_prompt.parquet")
 
 
+def by_group(i: int) -> dict[str, Any]:
+    """A general BoN record's per-kind gains (RM ``i``): fact gains grow with i, math ones shrink."""
+    g = 0.01 * (i + 1)
+    return {"fact": {"prompts": 14, "gain": g, "gain_ci": [g - 0.02, g + 0.02], "oracle_gain": 0.3},
+            "math": {"prompts": 10, "gain": -g, "gain_ci": [-g - 0.02, -g + 0.02], "oracle_gain": 0.2}}
+
+
 def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: str = EXP,
           rb2_data: str = RB2_DATA, downstream: bool = True, duplicate: bool = True, tag: str = "") -> FakeStudy:
     rng = np.random.default_rng(seed)
@@ -143,7 +150,8 @@ def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: s
                           inputs={"pool": f"pool-{prompts}", "rm_scores": f"s-{i}-{prompts}", "gold_scores": f"g-{prompts}"},
                           metrics={"n": 16, "prompts": 24, "bon_at_1": curve["1"]["bon"], "curve": curve,
                                    "gain_at_n": curve["16"]["gain"], "gain_at_n_ci": curve["16"]["gain_ci"],
-                                   "normalised_gain_at_n": curve["16"]["normalised_gain"]},
+                                   "normalised_gain_at_n": curve["16"]["normalised_gain"],
+                                   **({"by_group": by_group(i)} if prompts == "general" else {})},
                           artifacts={"per_prompt": rel},
                           info={"rm": {"id": rid, "lineage": lineage}, "policy_lineage": POLICY,
                                 "prompts": prompts, "judge": {"name": "rubric" if prompts == "personalized" else "verifier"}})

@@ -23,7 +23,7 @@ from rlexp.errors import ConfigError, DataError
 from rlexp.store import Store
 from rlexp.tasks.correlate import run
 
-from ._fake_study import EXP, build
+from ._fake_study import EXP, build, by_group
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MAIN = ("rb2/overall", "prb/none/accuracy", "prb/raw/accuracy")
@@ -146,6 +146,20 @@ def test_full_study_outputs_values_and_cache() -> None:
     assert store.record_path("correlate", record.id).stat().st_mtime_ns == mtime
     assert time.time() - t0 < max(1.0, first_run_s / 3)
 
+
+
+def test_report_shows_bon_gain_by_prompt_group() -> None:
+    cfg = _cfg(f"select_experiment={EXP}", "n_boot=0")
+    store = _store(cfg)
+    study = build(store)
+    text = (_outputs(store, run(cfg)) / "report.md").read_text()
+    section = text.split("## Best-of-N gain by prompt group", 1)[1].split("\n## ", 1)[0]
+    assert "### bon/general" in section and "### bon/personalized" not in section  # only general has groups
+    assert "fact (14 prompts)" in section and "math (10 prompts)" in section
+    for i, _ in enumerate(study.rms):
+        fact, math_ = by_group(i)["fact"], by_group(i)["math"]
+        assert f"{report._gain(fact['gain'])} [{report._gain(fact['gain_ci'][0])}, {report._gain(fact['gain_ci'][1])}]" in section
+        assert f"{report._gain(math_['gain'])} [{report._gain(math_['gain_ci'][0])}," in section
 
 
 def test_fewer_than_three_rms_is_undefined_not_a_number() -> None:
