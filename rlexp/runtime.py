@@ -164,7 +164,6 @@ def hydra_entry(task: str, run: Callable[[DictConfig], Any]) -> Callable[[], Non
     In a multirun a failed job is reported and the sweep goes on with the other jobs.
     """
     import hydra
-    from omegaconf.errors import MissingMandatoryValue
 
     from rlexp.config import CONF_DIR
 
@@ -176,11 +175,11 @@ def hydra_entry(task: str, run: Callable[[DictConfig], Any]) -> Callable[[], Non
         logging.basicConfig(level=logging.INFO, format="[%(name)s] %(message)s")
         multirun = HydraConfig.get().mode == RunMode.MULTIRUN
         try:
-            try:
-                record = run(cfg)
-            except MissingMandatoryValue as missing:  # a ``???`` the user did not fill in
-                key = missing.full_key or "a required value"
-                raise ConfigError(f"{key} is required: pass {key}=<value>") from missing
+            # Every ``???`` the user left unset fails here, before any work (a lineage build, say).
+            missing = sorted(OmegaConf.missing_keys(cfg))
+            if missing:
+                raise ConfigError(f"{missing[0]} is required: pass {missing[0]}=<value>")
+            record = run(cfg)
             return record.id if isinstance(record, Record) else record
         except RlexpError as exc:
             report_error(task, exc)

@@ -245,11 +245,6 @@ def _headline(table: pd.DataFrame, corr: pd.DataFrame) -> str:
     return markdown_table(["downstream", "RB2 ρ", f"RB2 {nd}", "n", "best PRB column", "PRB ρ", f"PRB {nd}", "n"], rows)
 
 
-def _gain(v: Any) -> str:
-    """A gain to 3 decimals (JSON round trips turn 0.0 into 0, which ``_num`` would print as "0")."""
-    return _num(v if v is None or isinstance(v, bool) else float(v))
-
-
 def _bon_groups_section(context: Mapping[str, Any], table: pd.DataFrame) -> list[str]:
     """Best-of-N gain@n per prompt group (general kind / personalized domain), one table per setting."""
     groups = context.get("bon_groups") or {}
@@ -268,7 +263,7 @@ def _bon_groups_section(context: Mapping[str, Any], table: pd.DataFrame) -> list
             for g in names:
                 c = v["groups"].get(g)
                 cells.append("–" if c is None else
-                             f"{_gain(c['gain'])} [{_gain(c['gain_ci'][0])}, {_gain(c['gain_ci'][1])}]")
+                             f"{_num(c['gain'])} [{_num(c['gain_ci'][0])}, {_num(c['gain_ci'][1])}]")
             rows.append([labels.get(rm, rm), v.get("n"), *cells])
         lines += [f"### {setting}", "",
                   markdown_table(["RM", "n", *(f"{g} ({sizes[g]} prompts)" for g in names)], rows), ""]

@@ -307,6 +307,12 @@ def _g(value: Any) -> str:
         return str(value)
 
 
+def _score(value: Any) -> float | None:
+    """A score for the context: a finite float or None (``_jsonable`` would turn 0.0 into 0)."""
+    out = _num(value)
+    return None if math.isnan(out) else out
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -483,8 +489,8 @@ def build_table(
                 bon_groups[group][rm] = {
                     "n": rec.metrics.get("n"),
                     "groups": {
-                        str(g): {"gain": _jsonable(_num(v.get("gain"))), "prompts": v.get("prompts"),
-                                 "gain_ci": [_jsonable(_num(x)) for x in list(v.get("gain_ci") or [None, None])[:2]]}
+                        str(g): {"gain": _score(v.get("gain")), "prompts": v.get("prompts"),
+                                 "gain_ci": [_score(x) for x in list(v.get("gain_ci") or [None, None])[:2]]}
                         for g, v in rec.metrics["by_group"].items()
                     },
                 }

@@ -31,8 +31,6 @@ from rlexp.store import Record, Store
 
 
 def _validate(cfg: DictConfig) -> None:
-    if OmegaConf.is_missing(cfg, "rm"):  # before the policy is resolved (which may build a lineage)
-        raise ConfigError("rm is required: pass rm=<record id | folder | hub id | judge:rubric | judge:verifier>")
     t = cfg.trainer
     if t.response_length < 1:
         raise ConfigError(f"trainer.response_length={t.response_length} must be >= 1")

@@ -158,8 +158,8 @@ def test_report_shows_bon_gain_by_prompt_group() -> None:
     assert "fact (14 prompts)" in section and "math (10 prompts)" in section
     for i, _ in enumerate(study.rms):
         fact, math_ = by_group(i)["fact"], by_group(i)["math"]
-        assert f"{report._gain(fact['gain'])} [{report._gain(fact['gain_ci'][0])}, {report._gain(fact['gain_ci'][1])}]" in section
-        assert f"{report._gain(math_['gain'])} [{report._gain(math_['gain_ci'][0])}," in section
+        assert f"{report._num(fact['gain'])} [{report._num(fact['gain_ci'][0])}, {report._num(fact['gain_ci'][1])}]" in section
+        assert f"{report._num(math_['gain'])} [{report._num(math_['gain_ci'][0])}," in section
 
 
 def test_fewer_than_three_rms_is_undefined_not_a_number() -> None:
