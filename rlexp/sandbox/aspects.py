@@ -6,8 +6,9 @@ dimension; the state is computed by cheap lexical/format rules so that it is rob
 text from a tiny policy. Most dimensions have a neutral state (no marker of either pole), so a
 violation can be subtle (neutral) or blatant (the opposite pole); format and ending are binary.
 
-Why opposite poles: across users both poles of a dimension are preferred equally often, so a
-scorer that does not know the user cannot beat chance on personalized items.
+Why opposite poles: across users both poles of most dimensions are preferred equally often, so a
+scorer that does not know the user cannot beat chance on them; a few dimensions have a majority
+pole (``users.MAJORITY_POLES``), the part of a user's taste that is common to most users.
 
 Marker lexicons of different dimensions are disjoint (tested), so rendering one pole never moves
 another dimension.

@@ -227,11 +227,25 @@ class SandboxUser:
         return [p.title for p in self.aspects]
 
 
-class PoleBalancer:
-    """Chooses poles so that both poles of each dimension are used equally often across users.
+# Dimensions whose poles are not equally popular: dimension -> (majority side, its share of users).
+# Why: real users are not evenly split (most want an example, reasons, a warning about risks, an
+# answer they can skim), so part of "what users want" is learnable without knowing the user and a
+# profile-blind policy can improve by moving to the majority pole. The other six dimensions stay
+# balanced, so on them only personalization beats chance.
+MAJORITY_POLES: dict[str, tuple[int, float]] = {
+    "format": (0, 0.7),
+    "example": (0, 0.7),
+    "justification": (1, 0.7),
+    "caution": (0, 0.7),
+}
 
-    Why: if one pole were preferred more often, a scorer blind to the user could exploit the
-    imbalance; with exact balance it is at chance on every dimension.
+
+class PoleBalancer:
+    """Chooses poles so that each dimension's poles are used in fixed shares across users.
+
+    Shares are 50/50 except for :data:`MAJORITY_POLES`. Quotas (not coin flips) keep the shares
+    exact in every generated set, however small, so a user-blind scorer can gain on a balanced
+    dimension only by chance and on a skewed one exactly as much as the stated share allows.
     """
 
     def __init__(self) -> None:
@@ -239,9 +253,16 @@ class PoleBalancer:
 
     def pick(self, dim: str, rng: random.Random) -> int:
         c = self._counts[dim]
-        side = rng.randrange(2) if c[0] == c[1] else (0 if c[0] < c[1] else 1)
-        c[side] += 1
-        return side
+        side, share = MAJORITY_POLES.get(dim, (0, 0.5))
+        target = (share, 1.0 - share) if side == 0 else (1.0 - share, share)
+        n = c[0] + c[1] + 1
+        deficit = [target[0] * n - c[0], target[1] * n - c[1]]
+        if abs(deficit[0] - deficit[1]) < 1e-9:
+            pick = rng.randrange(2)
+        else:
+            pick = 0 if deficit[0] > deficit[1] else 1
+        c[pick] += 1
+        return pick
 
 
 def _post_style(user_poles: dict[str, int], knobs: Knobs, rng: random.Random) -> dict[str, int | None]:
@@ -290,7 +311,7 @@ def make_profile(
 def make_user(
     user_id: str, domain: str, knobs: Knobs, balancer: PoleBalancer, rng: random.Random, category: str | None = None
 ) -> SandboxUser:
-    """One user with 2-4 balanced hidden aspects and a profile written in their style."""
+    """One user with 2-4 hidden aspects (poles drawn by ``balancer``) and a profile in their style."""
     category = category or rng.choice(SITES_BY_DOMAIN[domain])
     n_aspects = rng.randint(MIN_ASPECTS, MAX_ASPECTS)
     dims = rng.sample([d.name for d in DIMENSIONS], n_aspects)

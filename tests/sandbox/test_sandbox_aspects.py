@@ -12,6 +12,7 @@ from rlexp.sandbox.general import BLUFFS, DIGRESSIONS, HEDGES
 from rlexp.sandbox.knobs import knobs_for
 from rlexp.sandbox.render import ADDON_DIMS, make_content, render, render_for_pole
 from rlexp.sandbox.sites import SITES
+from rlexp.sandbox.users import MAJORITY_POLES
 
 from .conftest import Loaded
 
@@ -79,12 +80,16 @@ def test_length_poles_render_in_their_bands() -> None:
         assert style_vector(render(c, {"length": 1}, 1, rng))["length"] == 1
 
 
-def test_both_poles_are_preferred_equally_often(world: Loaded) -> None:
-    """Why personalization matters: a user-blind scorer cannot exploit a pole imbalance."""
+def test_poles_are_preferred_in_their_stated_shares(world: Loaded) -> None:
+    """Why personalization matters: on balanced dimensions a user-blind scorer is at chance; the
+    skewed ones have exactly their majority share (quotas, not coin flips)."""
     counts = Counter(a.aspect for i in world.prb_items for a in i.rubric_aspects)
     for d in DIMENSIONS:
         a, b = (counts[p.title] for p in d.poles)
-        assert a > 0 and abs(a - b) <= 1, (d.name, a, b)
+        assert a > 0 and b > 0, d.name
+        side, share = MAJORITY_POLES.get(d.name, (0, 0.5))
+        majority = (a, b)[side]
+        assert abs(majority - share * (a + b)) <= 1, (d.name, a, b)
     assert all(t in POLES_BY_TITLE for t in counts)
 
 
