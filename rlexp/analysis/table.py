@@ -308,7 +308,7 @@ def _g(value: Any) -> str:
 
 
 def _score(value: Any) -> float | None:
-    """A score for the context: a finite float or None (``_jsonable`` would turn 0.0 into 0)."""
+    """A score for the context: a finite float or None (``_jsonable`` would turn 0.0 into 0, printed "0")."""
     out = _num(value)
     return None if math.isnan(out) else out
 
@@ -481,7 +481,7 @@ def build_table(
             curve = rec.metrics.get("curve") or {}
             curves[group][rm] = {
                 "ks": ks,
-                **{s: [_jsonable(_num(curve[str(x)].get(s))) for x in ks] for s in ("bon", "oracle", "first_k")},
+                **{s: [_score(curve[str(x)].get(s)) for x in ks] for s in ("bon", "oracle", "first_k")},
             }
             if rec.artifacts.get("per_prompt"):
                 per_prompt[f"{group}/gain@{kk}"][rm] = str(collection.store.resolve(rec.artifacts["per_prompt"]))
@@ -499,7 +499,7 @@ def build_table(
             match = rec.info.get("lineage_match")
             row[f"{group}/lineage_match"] = None if match is None else bool(match)
             ci = rec.metrics.get("gain_ci") or [None, None]
-            ppo_ci[f"{group}/gain"][rm] = [_jsonable(_num(v)) for v in list(ci)[:2]]
+            ppo_ci[f"{group}/gain"][rm] = [_score(v) for v in list(ci)[:2]]
 
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "rm_id"
@@ -637,10 +637,10 @@ def _upper(rec: Record, setting: str) -> dict[str, Any]:
     else:
         gain, ci = rec.metrics.get("gain"), rec.metrics.get("gain_ci")
     return {"id": rec.id, "task": rec.task, "rm": rm_of(rec), "setting": setting,
-            "policy": _policy(rec), "gain": _jsonable(_num(gain)),
-            "gain_ci": [_jsonable(_num(v)) for v in list(ci or [None, None])[:2]],
-            "gold_before": _jsonable(_num(rec.metrics.get("gold_before"))),
-            "gold_after": _jsonable(_num(rec.metrics.get("gold_after")))}
+            "policy": _policy(rec), "gain": _score(gain),
+            "gain_ci": [_score(v) for v in list(ci or [None, None])[:2]],
+            "gold_before": _score(rec.metrics.get("gold_before")),
+            "gold_after": _score(rec.metrics.get("gold_after"))}
 
 
 def _describe(rec: Record, used: set[str]) -> dict[str, Any]:

@@ -47,6 +47,10 @@ from rlexp.sandbox.rb2 import rb2_row, subset_counts
 from rlexp.sandbox.world import World, build_world
 
 SCHEMA_VERSION = 1
+# Bump whenever the generator's output changes for the same (seed, difficulty): the data record's
+# id includes it, so a stored world from older code (and every RM, pool and score built on it) is
+# not silently reused after an upgrade.
+WORLD_VERSION = 2
 MANIFEST = "manifest.json"
 _STAGES = (
     "knowledge base",
@@ -182,6 +186,7 @@ def materialise(out_dir: Path, seed: int = 0, difficulty: float = 0.5, progress:
         step("baselines and planner")
         manifest = {
             "schema_version": SCHEMA_VERSION,
+            "world_version": WORLD_VERSION,
             "generator": "rlexp.sandbox",
             "seed": int(seed),
             "difficulty": float(difficulty),

@@ -75,6 +75,12 @@ def judge_name(judge_cfg: Mapping[str, Any], kind: str) -> str:
         return "rubric" if kind == "personalized" else "verifier"
     if name not in ("rubric", "verifier", "rm", "llm"):
         raise ConfigError(f"judge={name!r} is not one of auto, rubric, verifier, rm, llm")
+    # The schema's None default outlives the group's ??? (OmegaConf merges never apply MISSING),
+    # so an unset judge model is caught here, before any sampling, instead of as a bad path later.
+    if name == "rm" and not judge_cfg.get("rm"):
+        raise ConfigError("judge=rm needs judge.rm=<train_rm record id | folder | hub id>")
+    if name == "llm" and not judge_cfg.get("model"):
+        raise ConfigError("judge=llm needs judge.model=<lineage name | folder | hub id>")
     return name
 
 

@@ -123,6 +123,7 @@ def run(cfg: DictConfig) -> Record:
         ks = default_ks(cfg.sampling.n)
     store = Store(cfg.paths.store)
     rm = resolve_rm(cfg.rm, store)
+    judge_key(cfg.judge, cfg.prompts.name)  # a bad judge config fails before sampling
     pool, prompts = ensure_pool(cfg)
     kind = prompts[0].kind if prompts else cfg.prompts.name
     gold_key = judge_key(cfg.judge, kind)

@@ -13,7 +13,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlexp.config import DataConfig
 from rlexp.runtime import RunContext, execute, hydra_entry
+from rlexp.sandbox.materialise import WORLD_VERSION
 from rlexp.store import Record, Store
+
+# Part of the data record id: new generator code never reuses a world an older one stored.
+_WORLD = {"world_version": str(WORLD_VERSION)}
 
 
 def _materialise(ctx: RunContext) -> dict[str, Any]:
@@ -33,7 +37,7 @@ def _materialise(ctx: RunContext) -> dict[str, Any]:
 
 def run(cfg: DictConfig) -> Record:
     """Materialise (or find) the sandbox world for ``cfg.sandbox``."""
-    return execute("data", cfg, _materialise)
+    return execute("data", cfg, _materialise, inputs=_WORLD)
 
 
 def ensure_sandbox(cfg: DictConfig) -> tuple[Path, str]:
@@ -48,7 +52,7 @@ def ensure_sandbox(cfg: DictConfig) -> tuple[Path, str]:
             "experiment_name": cfg.get("experiment_name", "default"),
         },
     )
-    record = execute("data", data_cfg, _materialise)
+    record = execute("data", data_cfg, _materialise, inputs=_WORLD)
     return Store(cfg.paths.store).resolve(record.artifacts["sandbox"]), record.id
 
 

@@ -220,6 +220,7 @@ def run(cfg: DictConfig) -> Record:
     from rlexp.tasks.sample import load_prompt_set, resolve_policy
 
     _validate(cfg)
+    judge_key(cfg.judge, cfg.prompts.name)  # a bad judge config fails before any training
     policy_path, policy_id, policy_lineage = resolve_policy(cfg)
     reward, rm_id, rm_lineage = reward_for(cfg)
     train_prompts, train_id = load_prompt_set(cfg, split=cfg.prompts.train_split)

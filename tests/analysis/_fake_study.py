@@ -177,7 +177,7 @@ def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: s
                           config={"rm": "judge:rubric", "prompts": {"name": "personalized"}, "algorithm": "ppo"},
                           inputs={"policy": "pol", "rm": "judge:rubric", "train_prompts": "t-personalized",
                                   "baseline_pool": "base-personalized"},
-                          metrics={"gain": 0.45, "gain_ci": [0.4, 0.5], "gold_before": 0.4, "gold_after": 0.85},
+                          metrics={"gain": 0.45, "gain_ci": [0.0, 0.9], "gold_before": 0.4, "gold_after": 0.85},
                           info={"rm": {"id": "judge:rubric", "lineage": None}, "policy_lineage": POLICY,
                                 "lineage_match": False, "judge": {"name": "rubric"}}))
     return study

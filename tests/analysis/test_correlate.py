@@ -132,6 +132,7 @@ def test_full_study_outputs_values_and_cache() -> None:
     for rid in sum(study.records.values(), []):
         assert rid in text
     assert "superseded" in text and "judge:rubric" in text
+    assert "| 0.450 | [0.000, 0.900] | 0.400 | 0.850 |" in text  # a 0.0 bound stays a score, not "0"
     assert "**lineage** varies" in text and "**epochs** varies" in text
     tex = (out / "correlations.tex").read_text()
     assert r"\begin{tabular}" in tex and r"\toprule" in tex and r"Art\_and\_Entertainment" in tex

@@ -68,6 +68,12 @@ def test_bad_inputs(world: Path, rms: dict[str, str]) -> None:
     out = subprocess.run(rlexp_cmd("bon", "logger=none", f"rm={rms['llama_general']}", "prompts=general", *SMALL, "ks=[1,32]"),
                          capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 2 and "k=32" in out.stderr and out.stderr.strip().count("\n") == 0
+    # An RM as gold judge without naming the RM: one line, before any sampling, no record.
+    n_records = len(list(Store(world / "runs").records("bon")))
+    out = subprocess.run(rlexp_cmd("bon", "logger=none", f"rm={rms['llama_general']}", "prompts=general", *SMALL,
+                                   "judge=rm"), capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 2 and "judge.rm" in out.stderr and out.stderr.strip().count("\n") == 0
+    assert len(list(Store(world / "runs").records("bon"))) == n_records
     # A pool and a prompt set that do not match.
     from rlexp.data.loaders import load_prompts
     from rlexp.downstream.pool_scoring import pool_matrix

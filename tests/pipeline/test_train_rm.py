@@ -129,3 +129,18 @@ def test_base_model_folder_without_weights(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "no safetensors weights" in out.stderr
     assert not (tmp_path / "root" / "runs" / "records" / "train_rm").exists()
+
+
+def test_world_version_keys_the_stored_world(world: Path) -> None:
+    """A generator change (WORLD_VERSION bump) must not reuse a world stored by older code."""
+    from rlexp.sandbox.materialise import WORLD_VERSION
+    from rlexp.store import record_id
+    from rlexp.tasks import data
+
+    rec = data.run(compose("data"))
+    manifest = json.loads((Store(world / "runs").resolve(rec.artifacts["manifest"])).read_text())
+    assert manifest["world_version"] == WORLD_VERSION
+    assert rec.inputs == {"world_version": str(WORLD_VERSION)}
+    bumped = record_id("data", rec.config, {"world_version": str(WORLD_VERSION + 1)})
+    assert bumped != rec.id and not Store(world / "runs").exists("data", bumped)
+    assert record_id("data", rec.config, rec.inputs) == rec.id  # the id execute derives
