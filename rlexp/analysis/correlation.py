@@ -369,3 +369,56 @@ def bootstrap_prompts(
     for corr, samples in zip(results, replicates, strict=True):
         _attach_ci(corr, samples, n_boot, alpha)
     return results
+
+
+@dataclass
+class GainDifferences:
+    """Pairwise differences of per-RM mean gains on shared prompts, with paired bootstrap CIs.
+
+    ``diff[i, j]`` = mean gain of RM i - mean gain of RM j; ``ci_low``/``ci_high`` its percentile
+    CI when the prompts are resampled (the same prompts for every RM: the RMs chose from one pool).
+    """
+
+    means: np.ndarray  # [M]
+    diff: np.ndarray  # [M, M]
+    ci_low: np.ndarray  # [M, M]
+    ci_high: np.ndarray  # [M, M]
+
+    def separated(self) -> np.ndarray:
+        """``[M, M]`` bool: the pair's CI excludes 0 (symmetric, False on the diagonal)."""
+        return (self.ci_low > 0) | (self.ci_high < 0)
+
+    def n_separated_pairs(self) -> int:
+        """Unordered RM pairs whose gains differ beyond the CI."""
+        return int(np.triu(self.separated(), k=1).sum())
+
+
+def gain_differences(
+    per_prompt: np.ndarray, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05
+) -> GainDifferences:
+    """Do the RMs' downstream gains differ beyond prompt noise? (see :class:`GainDifferences`).
+
+    Why paired: every RM selected from the same pool for the same prompts, so much of the prompt
+    noise is shared; comparing two separate per-RM CIs would overstate the uncertainty of their
+    difference. Each replicate draws P prompt indices with replacement (``rng.integers``, one row
+    of a ``[n_boot, P]`` draw) and takes every RM's mean over them.
+
+    Raises:
+        ConfigError: bad ``n_boot`` (must be >= 1 here) or ``alpha``.
+        DataError: not an ``[RMs, prompts]`` matrix, fewer than 2 RMs, no prompts, or NaN.
+    """
+    _check_boot(n_boot, alpha)
+    if n_boot < 1:
+        raise ConfigError("gain_differences needs n_boot >= 1")
+    matrix = np.asarray(per_prompt, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.shape[0] < 2 or matrix.shape[1] == 0:
+        raise DataError(f"per_prompt must be an [RMs >= 2, prompts >= 1] matrix, got shape {matrix.shape}")
+    bad = np.argwhere(~np.isfinite(matrix))
+    if bad.size:
+        raise DataError(f"per_prompt: non-finite gain for RM {int(bad[0][0])}, prompt {int(bad[0][1])}")
+    means = matrix.mean(axis=1)
+    idx = np.random.default_rng(seed).integers(0, matrix.shape[1], size=(n_boot, matrix.shape[1]))
+    boot = matrix[:, idx].mean(axis=2)  # [M, n_boot]
+    pairs = boot[:, None, :] - boot[None, :, :]  # [M, M, n_boot]
+    lo, hi = np.quantile(pairs, [alpha / 2.0, 1.0 - alpha / 2.0], axis=2)
+    return GainDifferences(means=means, diff=means[:, None] - means[None, :], ci_low=lo, ci_high=hi)

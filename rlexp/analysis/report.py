@@ -245,6 +245,31 @@ def _headline(table: pd.DataFrame, corr: pd.DataFrame) -> str:
     return markdown_table(["downstream", "RB2 ρ", f"RB2 {nd}", "n", "best PRB column", "PRB ρ", f"PRB {nd}", "n"], rows)
 
 
+def _bon_differences_section(context: Mapping[str, Any]) -> list[str]:
+    """Whether the RMs' Best-of-N gains differ beyond prompt noise (paired bootstrap over prompts)."""
+    diffs = context.get("bon_differences") or {}
+    if not diffs:
+        return []
+    alpha = float((context.get("settings") or {}).get("alpha", 0.05))
+    lines = ["## Do Best-of-N gains differ across RMs?", "",
+             "Highest minus lowest gain on the shared prompts, with the CI of that difference when the "
+             "prompts are resampled (paired: every RM chose from the same pool), and how many RM pairs "
+             "differ beyond their paired CI. The highest and lowest are picked after the fact, so their "
+             "difference is biased upwards; the pair count is the fairer summary, read against chance: with "
+             f"no real differences about {100 * alpha:g}% of the pairs (alpha) would still be flagged.", ""]
+    rows = []
+    for col, d in sorted(diffs.items()):
+        if "note" in d:
+            rows.append([col, "n/a", "n/a", "n/a", f"n/a ({d['note']})", "n/a"])
+            continue
+        ci = d["difference_ci"]
+        rows.append([col, f"{d['best']['label']} {_num(d['best']['gain'])}", f"{d['worst']['label']} {_num(d['worst']['gain'])}",
+                     f"{_num(d['difference'])} [{_num(ci[0])}, {_num(ci[1])}]",
+                     f"{d['pairs_separated']} of {d['pairs']}", d["prompts"]])
+    lines += [markdown_table(["downstream", "highest", "lowest", "difference [CI]", "pairs differing", "prompts"], rows), ""]
+    return lines
+
+
 def _bon_groups_section(context: Mapping[str, Any], table: pd.DataFrame) -> list[str]:
     """Best-of-N gain@n per prompt group (general kind / personalized domain), one table per setting."""
     groups = context.get("bon_groups") or {}
@@ -333,6 +358,7 @@ def report_markdown(table: pd.DataFrame, corr: pd.DataFrame, context: Mapping[st
         lines.append("None in this study.")
     lines.append("")
 
+    lines += _bon_differences_section(context)
     lines += _bon_groups_section(context, table)
 
     lines += ["## Figures", ""]

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rlexp.analysis.correlation import MIN_ITEMS, bootstrap_prompts, correlate
+from rlexp.analysis.correlation import MIN_ITEMS, bootstrap_prompts, correlate, gain_differences
 from rlexp.errors import ConfigError, DataError
 from rlexp.store import Record, Store
 
@@ -780,6 +780,46 @@ def correlation_table(
     out = pd.DataFrame(rows, columns=list(CORR_COLUMNS))
     for col in ("value", "pvalue", "ci_low", "ci_high", "prompt_ci_low", "prompt_ci_high"):
         out[col] = out[col].astype(object).where(out[col].notna(), None)
+    return out
+
+
+def bon_gain_differences(
+    table: pd.DataFrame, *, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0
+) -> dict[str, dict[str, Any]]:
+    """Per BoN gain column: do the RMs' gains differ beyond prompt noise? (paired bootstrap).
+
+    For each ``bon/<setting>/gain@k`` column whose RMs all have per-prompt results: the highest and
+    lowest gain, their difference with its CI, and how many RM pairs differ beyond the CI (see
+    :func:`~rlexp.analysis.correlation.gain_differences`). A column without per-prompt results, or
+    with fewer than 2 RMs, gets ``note`` instead.
+    """
+    context = table.attrs.get("context", {})
+    per_prompt = context.get("per_prompt", {})
+    plain = without_attrs(table)
+    out: dict[str, dict[str, Any]] = {}
+    cache: dict[str, pd.DataFrame] = {}
+    for col in downstream_columns(plain.columns):
+        m = DOWNSTREAM_RE.match(col)
+        if not (m and m["task"] == "bon" and m["stat"].startswith("gain@")):
+            continue
+        rms = [str(r) for r in pd.to_numeric(plain[col], errors="coerce").dropna().index]
+        if len(rms) < 2:
+            out[col] = {"note": f"fewer than 2 RMs with a gain (n={len(rms)})"}
+            continue
+        matrix, note = _per_prompt_matrix(per_prompt.get(col, {}), rms, int(m["stat"][5:]), cache)
+        if matrix is None or n_boot < 1:
+            out[col] = {"note": note or "n_boot=0: no bootstrap"}
+            continue
+        diffs = gain_differences(matrix, n_boot=n_boot, seed=seed, alpha=alpha)
+        hi, lo = int(np.argmax(diffs.means)), int(np.argmin(diffs.means))
+        out[col] = {
+            "rms": len(rms), "prompts": int(matrix.shape[1]), "n_boot": n_boot,
+            "best": {"rm": rms[hi], "label": str(plain.loc[rms[hi], "label"]), "gain": float(diffs.means[hi])},
+            "worst": {"rm": rms[lo], "label": str(plain.loc[rms[lo], "label"]), "gain": float(diffs.means[lo])},
+            "difference": float(diffs.diff[hi, lo]),
+            "difference_ci": [float(diffs.ci_low[hi, lo]), float(diffs.ci_high[hi, lo])],
+            "pairs": len(rms) * (len(rms) - 1) // 2, "pairs_separated": diffs.n_separated_pairs(),
+        }
     return out
 
 

@@ -60,10 +60,12 @@ def _settings(cfg: DictConfig) -> dict[str, Any]:
 
 def _correlate(ctx: RunContext, table: Any, settings: dict[str, Any]) -> dict[str, Any]:
     from rlexp.analysis.report import write_outputs
-    from rlexp.analysis.table import correlation_table, summary
+    from rlexp.analysis.table import bon_gain_differences, correlation_table, summary
 
     corr = correlation_table(table, n_boot=settings["n_boot"], alpha=settings["alpha"], seed=settings["seed"],
                              ndcg=settings["ndcg"], boot_subsets=settings["boot_subsets"])
+    differences = bon_gain_differences(table, n_boot=settings["n_boot"], alpha=settings["alpha"], seed=settings["seed"])
+    table.attrs.setdefault("context", {})["bon_differences"] = differences
     paths = write_outputs(ctx.work_dir, table, corr, {k: v for k, v in settings.items() if k != "ndcg"})
     for name, path in paths.items():
         ctx.add_artifact(name, path)
@@ -78,7 +80,7 @@ def _correlate(ctx: RunContext, table: Any, settings: dict[str, Any]) -> dict[st
     context = table.attrs.get("context", {})
     ctx.info.update({"selection": context.get("selection"), "duplicates": context.get("duplicates", []),
                      "missing": context.get("missing", []), "warnings": context.get("warnings", [])})
-    return summary(table, corr)
+    return {**summary(table, corr), "bon_differences": differences}
 
 
 def run(cfg: DictConfig) -> Record:

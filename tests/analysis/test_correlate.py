@@ -163,6 +163,28 @@ def test_report_shows_bon_gain_by_prompt_group() -> None:
         assert f"{report._num(math_['gain'])} [{report._num(math_['gain_ci'][0])}," in section
 
 
+def test_report_says_whether_bon_gains_differ_beyond_prompt_noise() -> None:
+    cfg = _cfg(f"select_experiment={EXP}", "n_boot=200")
+    store = _store(cfg)
+    build(store)
+    record = run(cfg)
+    table = build_table(collect(store, experiment=EXP))
+    col = "bon/personalized/gain@16"
+    d = record.metrics["bon_differences"][col]
+    gains = pd.to_numeric(table[col], errors="coerce").dropna()
+    assert d["rms"] == len(gains) and d["pairs"] == len(gains) * (len(gains) - 1) // 2
+    assert d["best"]["gain"] == pytest.approx(gains.max()) and d["worst"]["gain"] == pytest.approx(gains.min())
+    assert d["difference"] == pytest.approx(gains.max() - gains.min())
+    assert d["difference_ci"][0] <= d["difference"] <= d["difference_ci"][1]
+    assert 0 <= d["pairs_separated"] <= d["pairs"]
+    text = (_outputs(store, record) / "report.md").read_text()
+    section = text.split("## Do Best-of-N gains differ across RMs?", 1)[1].split("\n## ", 1)[0]
+    ci = d["difference_ci"]
+    assert f"| {col} | {d['best']['label']} {report._num(d['best']['gain'])} |" in section
+    assert f"{report._num(d['difference'])} [{report._num(ci[0])}, {report._num(ci[1])}]" in section
+    assert f"{d['pairs_separated']} of {d['pairs']}" in section
+
+
 def test_fewer_than_three_rms_is_undefined_not_a_number() -> None:
     cfg0 = _cfg()
     store = _store(cfg0)

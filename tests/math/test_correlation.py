@@ -14,6 +14,7 @@ from rlexp.analysis.correlation import (
     Corr,
     bootstrap_prompts,
     correlate,
+    gain_differences,
     kendall,
     ndcg,
     pearson,
@@ -243,3 +244,41 @@ def test_corr_unpacks_to_value_and_pvalue() -> None:
     c = Corr("x", 0.5, 0.01, 10)
     value, pvalue = c
     assert (value, pvalue) == (0.5, 0.01)
+
+
+def test_gain_differences_equal_a_direct_paired_bootstrap() -> None:
+    rng = np.random.default_rng(7)
+    n_rms, n_prompts, n_boot = 4, 30, 200
+    matrix = rng.normal(size=(n_rms, n_prompts)) * 0.2 + np.array([0.0, 0.01, 0.3, -0.3])[:, None]
+    out = gain_differences(matrix, n_boot=n_boot, seed=3)
+    idx = np.random.default_rng(3).integers(0, n_prompts, size=(n_boot, n_prompts))
+    for i, j in itertools.product(range(n_rms), repeat=2):
+        reps = [matrix[i, row].mean() - matrix[j, row].mean() for row in idx]  # same prompts for both RMs
+        assert out.diff[i, j] == pytest.approx(matrix[i].mean() - matrix[j].mean())
+        assert (out.ci_low[i, j], out.ci_high[i, j]) == pytest.approx(tuple(np.quantile(reps, [0.025, 0.975])))
+    sep = out.separated()
+    assert not sep.diagonal().any() and (sep == sep.T).all()
+    assert sep[2, 3] and sep[0, 2] and sep[0, 3]  # 0.3 apart with noise 0.2 / sqrt(30): separated
+    assert out.n_separated_pairs() == int(np.triu(sep, 1).sum())
+
+
+def test_gain_differences_pairing_removes_shared_prompt_noise() -> None:
+    rng = np.random.default_rng(0)
+    shared = rng.normal(size=40)  # prompt difficulty, common to every RM
+    matrix = np.stack([shared, shared + 0.05, shared + 0.05])
+    out = gain_differences(matrix, n_boot=300)
+    # Unpaired, the 0.05 gap is far inside each RM's own CI (sd 1 over 40 prompts); paired it is exact.
+    assert out.ci_low[1, 0] == pytest.approx(0.05) and out.ci_high[1, 0] == pytest.approx(0.05)
+    assert out.n_separated_pairs() == 2  # (1, 0) and (2, 0); 1 and 2 are identical
+    assert not out.separated()[1, 2]
+
+
+def test_gain_differences_errors() -> None:
+    with pytest.raises(DataError, match="RMs >= 2"):
+        gain_differences(np.zeros((1, 5)))
+    bad = np.zeros((2, 3))
+    bad[1, 2] = np.inf
+    with pytest.raises(DataError, match="RM 1, prompt 2"):
+        gain_differences(bad)
+    with pytest.raises(ConfigError, match="n_boot >= 1"):
+        gain_differences(np.zeros((2, 3)), n_boot=0)
