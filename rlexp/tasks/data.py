@@ -13,11 +13,17 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlexp.config import DataConfig
 from rlexp.runtime import RunContext, execute, hydra_entry
-from rlexp.sandbox.materialise import WORLD_VERSION
 from rlexp.store import Record, Store
 
-# Part of the data record id: new generator code never reuses a world an older one stored.
-_WORLD = {"world_version": str(WORLD_VERSION)}
+
+def _world() -> dict[str, str]:
+    """Part of the data record id: new generator code never reuses a world an older one stored.
+
+    Imported here, not at module level: resolving a local (non-sandbox) file needs no generator.
+    """
+    from rlexp.sandbox.materialise import WORLD_VERSION
+
+    return {"world_version": str(WORLD_VERSION)}
 
 
 def _materialise(ctx: RunContext) -> dict[str, Any]:
@@ -37,7 +43,7 @@ def _materialise(ctx: RunContext) -> dict[str, Any]:
 
 def run(cfg: DictConfig) -> Record:
     """Materialise (or find) the sandbox world for ``cfg.sandbox``."""
-    return execute("data", cfg, _materialise, inputs=_WORLD)
+    return execute("data", cfg, _materialise, inputs=_world())
 
 
 def ensure_sandbox(cfg: DictConfig) -> tuple[Path, str]:
@@ -52,7 +58,7 @@ def ensure_sandbox(cfg: DictConfig) -> tuple[Path, str]:
             "experiment_name": cfg.get("experiment_name", "default"),
         },
     )
-    record = execute("data", data_cfg, _materialise, inputs=_WORLD)
+    record = execute("data", data_cfg, _materialise, inputs=_world())
     return Store(cfg.paths.store).resolve(record.artifacts["sandbox"]), record.id
 
 
