@@ -11,8 +11,10 @@ function directly.
 
 from __future__ import annotations
 
+import gc
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +27,21 @@ from rlexp.models.loading import drop_log_printer
 from rlexp.scoring.base import ScoreInput, Scorer, check_scorer
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+
+@contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Exclude the objects that exist now from garbage collection while the block runs.
+
+    TRL's PPO loop calls ``gc.collect()`` twice per update to free accelerator memory; with the
+    libraries' objects on the heap each call took about 0.26 s, 8 s of a 94 s sandbox run. Frozen,
+    only what the update itself allocated is traversed.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _torch() -> Any:
@@ -181,7 +198,8 @@ def train_ppo(
     except ValueError as exc:
         raise ConfigError(f"PPO: {' '.join(str(exc).split())[:300]}") from None
     drop_log_printer(trainer)
-    trainer.train()
+    with frozen_heap():
+        trainer.train()
     history = [h for h in trainer.state.log_history if "objective/kl" in h]
     last = history[-1] if history else {}
     metrics = {k: float(v) for k, v in last.items() if isinstance(v, (int, float))}
@@ -235,7 +253,8 @@ def train_grpo_like(
     trainer = Trainer(model=policy, reward_funcs=reward, args=args, train_dataset=ds, processing_class=tokenizer,
                       peft_config=peft_config)
     drop_log_printer(trainer)
-    trainer.train()
+    with frozen_heap():
+        trainer.train()
     history = [h for h in trainer.state.log_history if "reward" in h]
     metrics = {k: float(v) for k, v in (history[-1] if history else {}).items() if isinstance(v, (int, float))}
     metrics["steps"] = int(trainer.state.global_step)

@@ -69,7 +69,15 @@ def _chunk_seed(seed: int, index: int) -> int:
 
 
 class HFSampler:
-    """Batched ``generate`` with left padding under ``torch.inference_mode()``."""
+    """Batched ``generate`` with left padding under ``torch.inference_mode()``.
+
+    Each prompt is encoded once, not once per sample: ``generate(num_return_sequences=n)`` copies
+    the prompt n times before its forward pass, and with profile-bearing prompts (hundreds of
+    tokens against 64 new ones) that repeated prefill dominated sampling. The prompt's key/value
+    states are copied n times into a static cache instead (a dynamic cache re-concatenates its
+    tensors at every step), and ``generate`` continues from the prompt's last token. Same seed,
+    same samples as the plain call (tested); about 5x faster on the sandbox's personalized prompts.
+    """
 
     def __init__(self, model: Any, tokenizer: Any, device: str = "cpu") -> None:
         if not getattr(tokenizer, "chat_template", None):
@@ -79,6 +87,22 @@ class HFSampler:
         self.tokenizer = tokenizer
         self.device = device
 
+    def _prefilled_cache(self, ids: Any, mask: Any, n: int, max_new_tokens: int) -> Any:
+        """A static cache for ``n`` copies of each prompt, holding all but its last token."""
+        from transformers import DynamicCache, StaticCache
+
+        # Left padding: positions count real tokens only, as generate() computes them.
+        positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 1)
+        prefix = DynamicCache(config=self.model.config)
+        self.model(
+            input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=positions[:, :-1],
+            cache=prefix, use_cache=True, logits_to_keep=1,
+        )
+        cache = StaticCache(config=self.model.config, max_cache_len=ids.shape[1] + max_new_tokens)
+        for i, layer in enumerate(prefix.layers):
+            cache.update(layer.keys.repeat_interleave(n, 0), layer.values.repeat_interleave(n, 0), i)
+        return cache
+
     def generate(self, prompts: Sequence[list[dict[str, str]]], s: SamplingSettings, seed: int) -> list[list[tuple[str, int, str]]]:
         """For each conversation, ``s.n`` samples as (text, token_count, finish_reason)."""
         import torch
@@ -87,30 +111,33 @@ class HFSampler:
         tok = self.tokenizer
         texts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in prompts]
         enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        ids, mask = enc["input_ids"], enc["attention_mask"]
         with torch.inference_mode():
+            cache = self._prefilled_cache(ids, mask, s.n, s.max_new_tokens) if ids.shape[1] > 1 else None
             out = self.model.generate(
-                **enc,
+                input_ids=ids.repeat_interleave(s.n, 0),
+                attention_mask=mask.repeat_interleave(s.n, 0),
+                cache=cache,
                 do_sample=s.temperature > 0,
                 temperature=s.temperature if s.temperature > 0 else None,
                 top_p=s.top_p if s.temperature > 0 else None,
                 max_new_tokens=s.max_new_tokens,
-                num_return_sequences=s.n,
                 pad_token_id=tok.pad_token_id,
                 eos_token_id=tok.eos_token_id,
             )
-        gen = out[:, enc["input_ids"].shape[1] :]
+        gen = out[:, ids.shape[1] :]
         results: list[list[tuple[str, int, str]]] = []
         eos = tok.eos_token_id
         for p in range(len(prompts)):
             row = []
             for j in range(s.n):
-                ids = gen[p * s.n + j].tolist()
-                if eos in ids:
-                    ids, reason = ids[: ids.index(eos)], "eos"
+                ids_j = gen[p * s.n + j].tolist()
+                if eos in ids_j:
+                    ids_j, reason = ids_j[: ids_j.index(eos)], "eos"
                 else:
-                    ids = [t for t in ids if t != tok.pad_token_id]
+                    ids_j = [t for t in ids_j if t != tok.pad_token_id]
                     reason = "length"
-                row.append((tok.decode(ids, skip_special_tokens=True).strip(), len(ids), reason))
+                row.append((tok.decode(ids_j, skip_special_tokens=True).strip(), len(ids_j), reason))
             results.append(row)
         return results
 

@@ -1,0 +1,62 @@
+"""The pool sampler: one prefill per prompt must not change a single sample."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rlexp.downstream.sampling import HFSampler, SamplingSettings
+from rlexp.models import tiny
+
+
+def _random_chat_model(arch: str, chat_format: str) -> tuple[object, object]:
+    spec = tiny.TinySpec(
+        arch=arch, chat_format=chat_format, vocab_size=300, hidden_size=32, num_layers=2, num_heads=2,
+        intermediate_size=64, max_position=512, corpus="a", pretrain_epochs=0, sft_epochs=0, lr=1e-3,
+        batch_size=8, max_length=128, seed=0,
+    )
+    topics = ["rice", "bread", "garden", "tomato", "bike", "knitting", "paint", "camera"]
+    tok = tiny.build_tokenizer([f"user {i} asks about {topics[i % 8]} and gets answer {i % 11}" for i in range(300)], spec)
+    model = tiny.build_model(spec, tok)
+    # Larger random weights than the default init: the samples then depend on the prompt, so a
+    # wrong cache or position would show up as different text.
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.dim() == 2:
+                param.copy_(torch.randn(param.shape, generator=gen) * 0.3)
+    return model, tok
+
+
+@pytest.mark.parametrize(("arch", "chat_format"), [("llama", "llama"), ("qwen2", "chatml")])
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_shared_prefill_gives_the_plain_generate_samples(arch: str, chat_format: str, temperature: float) -> None:
+    model, tok = _random_chat_model(arch, chat_format)
+    sampler = HFSampler(model, tok)
+    # Different lengths, so left padding and per-row positions are exercised.
+    prompts = [
+        [{"role": "user", "content": "rice"}],
+        [{"role": "system", "content": "be brief"}, {"role": "user", "content": "how to cook bread in the garden " * 4}],
+        [{"role": "user", "content": "camera paint knitting bike tomato"}],
+    ]
+    s = SamplingSettings(n=4, temperature=temperature, top_p=0.9, max_new_tokens=12)
+    got = sampler.generate(prompts, s, seed=3)
+
+    texts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in prompts]
+    enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    torch.manual_seed(3)
+    with torch.inference_mode():
+        plain = model.generate(
+            input_ids=enc["input_ids"].repeat_interleave(s.n, 0), attention_mask=enc["attention_mask"].repeat_interleave(s.n, 0),
+            do_sample=temperature > 0, temperature=temperature or None, top_p=0.9 if temperature else None,
+            max_new_tokens=s.max_new_tokens, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+        )
+    expected = []
+    for row in plain[:, enc["input_ids"].shape[1]:].tolist():
+        row = row[: row.index(tok.eos_token_id)] if tok.eos_token_id in row else [t for t in row if t != tok.pad_token_id]
+        expected.append(tok.decode(row, skip_special_tokens=True).strip())
+    assert [text for samples in got for text, _, _ in samples] == expected
+    # The outputs differ between prompts (and between samples when sampling), so the comparison
+    # means something.
+    assert len(set(expected)) >= (3 if temperature == 0 else 6)
+    assert all(len(samples) == s.n for samples in got)
