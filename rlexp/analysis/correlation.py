@@ -227,15 +227,36 @@ def _ndcg_name(rel: str, g: str, k: int | None) -> str:
     return f"ndcg[{rel},{g}]" + (f"@{k}" if k is not None else "")
 
 
-def _statistics(methods: Sequence[str], variants: list[tuple[str, str, int | None]]) -> list[tuple[str, Any]]:
-    """(name, fn(x, y) -> Corr) for every requested statistic, in the requested order."""
-    out: list[tuple[str, Any]] = []
+def _coefficient(name: str, x: np.ndarray, y: np.ndarray) -> float | None:
+    """The coefficient alone, as scipy computes it but without the p-value (tested equal).
+
+    Bootstrap replicates need only the value, and scipy's p-values (a t or normal tail, or an
+    exact permutation distribution for Kendall) made up most of a study's correlate time.
+    """
+    if _undefined_reason(x, y) is not None:
+        return None
+    if name == "spearman":
+        x, y = stats.rankdata(x), stats.rankdata(y)
+    if name in ("spearman", "pearson"):
+        value = np.corrcoef(x, y)[0, 1]
+    else:
+        # Kendall tau-b: (concordant - discordant) / sqrt(pairs untied in x * pairs untied in y);
+        # summing over the full sign matrices counts every pair twice on both sides of the ratio.
+        sx, sy = np.sign(x[:, None] - x[None, :]), np.sign(y[:, None] - y[None, :])
+        value = (sx * sy).sum() / math.sqrt((sx * sx).sum() * (sy * sy).sum())
+    return None if math.isnan(value) else float(np.clip(value, -1.0, 1.0))
+
+
+def _statistics(methods: Sequence[str], variants: list[tuple[str, str, int | None]]) -> list[tuple[Any, Any]]:
+    """(fn(x, y) -> Corr, fn(x, y) -> value or None for replicates) per requested statistic, in order."""
+    out: list[tuple[Any, Any]] = []
     for method in methods:
         if method in CORRELATION_METHODS:
-            out.append((method, lambda x, y, _m=method: _scipy_corr(_m, x, y)))
+            out.append((lambda x, y, _m=method: _scipy_corr(_m, x, y), lambda x, y, _m=method: _coefficient(_m, x, y)))
         elif method == "ndcg":
             for rel, g, k in variants:
-                out.append((_ndcg_name(rel, g, k), _ndcg_corr(rel, g, k)))
+                full = _ndcg_corr(rel, g, k)
+                out.append((full, lambda x, y, _f=full: _f(x, y).value))
         else:
             raise ConfigError(f"unknown correlation method {method!r} (expected spearman, kendall, pearson or ndcg)")
     return out
@@ -302,7 +323,7 @@ def correlate(
     _check_boot(n_boot, alpha)
     x, y = _pair(benchmark, downstream)
     statistics = _statistics(methods, _normalise_variants(ndcg_variants))
-    results = [fn(x, y) for _, fn in statistics]
+    results = [full(x, y) for full, _ in statistics]
     if n_boot == 0 or x.size == 0:
         return results
     rng = np.random.default_rng(seed)
@@ -310,8 +331,8 @@ def correlate(
     for _ in range(n_boot):
         idx = rng.integers(0, x.size, size=x.size)
         xb, yb = x[idx], y[idx]
-        for j, (_, fn) in enumerate(statistics):
-            value = fn(xb, yb).value
+        for j, (_, value_of) in enumerate(statistics):
+            value = value_of(xb, yb)
             if value is not None:
                 replicates[j].append(value)
     for corr, samples in zip(results, replicates, strict=True):
@@ -353,7 +374,7 @@ def bootstrap_prompts(
         raise DataError(f"downstream_per_prompt: non-finite score for RM {int(bad[0][0])}, prompt {int(bad[0][1])}")
 
     statistics = _statistics(methods, _normalise_variants(ndcg_variants))
-    results = [fn(bench, matrix.mean(axis=1)) for _, fn in statistics]
+    results = [full(bench, matrix.mean(axis=1)) for full, _ in statistics]
     if n_boot == 0:
         return results
     rng = np.random.default_rng(seed)
@@ -362,8 +383,8 @@ def bootstrap_prompts(
     for _ in range(n_boot):
         idx = rng.integers(0, n_prompts, size=n_prompts)
         down = matrix[:, idx].mean(axis=1)
-        for j, (_, fn) in enumerate(statistics):
-            value = fn(bench, down).value
+        for j, (_, value_of) in enumerate(statistics):
+            value = value_of(bench, down)
             if value is not None:
                 replicates[j].append(value)
     for corr, samples in zip(results, replicates, strict=True):
@@ -383,6 +404,11 @@ class GainDifferences:
     diff: np.ndarray  # [M, M]
     ci_low: np.ndarray  # [M, M]
     ci_high: np.ndarray  # [M, M]
+    #: Friedman test over prompts (blocks) and RMs (treatments): do the RMs' per-prompt gains
+    #: differ at all? One omnibus p-value, free of the pick-the-extremes bias of best - worst and of
+    #: the multiple comparisons in the pair count. None below 3 RMs or when every gain ties.
+    friedman_statistic: float | None = None
+    friedman_pvalue: float | None = None
 
     def separated(self) -> np.ndarray:
         """``[M, M]`` bool: the pair's CI excludes 0 (symmetric, False on the diagonal)."""
@@ -421,4 +447,12 @@ def gain_differences(
     boot = matrix[:, idx].mean(axis=2)  # [M, n_boot]
     pairs = boot[:, None, :] - boot[None, :, :]  # [M, M, n_boot]
     lo, hi = np.quantile(pairs, [alpha / 2.0, 1.0 - alpha / 2.0], axis=2)
-    return GainDifferences(means=means, diff=means[:, None] - means[None, :], ci_low=lo, ci_high=hi)
+    chi2 = p = None
+    # Where every prompt's gains tie across RMs, Friedman's tie correction is 0 (no test).
+    if matrix.shape[0] >= 3 and matrix.shape[1] >= 2 and np.ptp(matrix, axis=0).any():
+        result = stats.friedmanchisquare(*matrix)
+        if np.isfinite(result.statistic) and np.isfinite(result.pvalue):
+            chi2, p = float(result.statistic), float(result.pvalue)
+    return GainDifferences(
+        means=means, diff=means[:, None] - means[None, :], ci_low=lo, ci_high=hi, friedman_statistic=chi2, friedman_pvalue=p
+    )

@@ -245,6 +245,12 @@ def _headline(table: pd.DataFrame, corr: pd.DataFrame) -> str:
     return markdown_table(["downstream", "RB2 ρ", f"RB2 {nd}", "n", "best PRB column", "PRB ρ", f"PRB {nd}", "n"], rows)
 
 
+def _friedman_cell(test: Mapping[str, Any] | None) -> str:
+    if not test or test.get("pvalue") is None:
+        return "n/a (needs 3 RMs and untied gains)"
+    return f"{_num(test['statistic'])} (p={float(test['pvalue']):.2g})"
+
+
 def _bon_differences_section(context: Mapping[str, Any]) -> list[str]:
     """Whether the RMs' Best-of-N gains differ beyond prompt noise (paired bootstrap over prompts)."""
     diffs = context.get("bon_differences") or {}
@@ -256,17 +262,20 @@ def _bon_differences_section(context: Mapping[str, Any]) -> list[str]:
              "prompts are resampled (paired: every RM chose from the same pool), and how many RM pairs "
              "differ beyond their paired CI. The highest and lowest are picked after the fact, so their "
              "difference is biased upwards; the pair count is the fairer summary, read against chance: with "
-             f"no real differences about {100 * alpha:g}% of the pairs (alpha) would still be flagged.", ""]
+             f"no real differences about {100 * alpha:g}% of the pairs (alpha) would still be flagged. The "
+             "Friedman test (prompts as blocks, RMs as treatments) asks the question once for all RMs: a small "
+             "p-value says the RMs' per-prompt gains differ.", ""]
     rows = []
     for col, d in sorted(diffs.items()):
         if "note" in d:
-            rows.append([col, "n/a", "n/a", "n/a", f"n/a ({d['note']})", "n/a"])
+            rows.append([col, "n/a", "n/a", "n/a", f"n/a ({d['note']})", "n/a", "n/a"])
             continue
         ci = d["difference_ci"]
         rows.append([col, f"{d['best']['label']} {_num(d['best']['gain'])}", f"{d['worst']['label']} {_num(d['worst']['gain'])}",
                      f"{_num(d['difference'])} [{_num(ci[0])}, {_num(ci[1])}]",
-                     f"{d['pairs_separated']} of {d['pairs']}", d["prompts"]])
-    lines += [markdown_table(["downstream", "highest", "lowest", "difference [CI]", "pairs differing", "prompts"], rows), ""]
+                     f"{d['pairs_separated']} of {d['pairs']}", _friedman_cell(d.get("friedman")), d["prompts"]])
+    header = ["downstream", "highest", "lowest", "difference [CI]", "pairs differing", "Friedman χ² (p)", "prompts"]
+    lines += [markdown_table(header, rows), ""]
     return lines
 
 

@@ -789,8 +789,8 @@ def bon_gain_differences(
     """Per BoN gain column: do the RMs' gains differ beyond prompt noise? (paired bootstrap).
 
     For each ``bon/<setting>/gain@k`` column whose RMs all have per-prompt results: the highest and
-    lowest gain, their difference with its CI, and how many RM pairs differ beyond the CI (see
-    :func:`~rlexp.analysis.correlation.gain_differences`). A column without per-prompt results, or
+    lowest gain, their difference with its CI, how many RM pairs differ beyond the CI, and the
+    Friedman test over prompts (see :func:`~rlexp.analysis.correlation.gain_differences`). A column without per-prompt results, or
     with fewer than 2 RMs, gets ``note`` instead.
     """
     context = table.attrs.get("context", {})
@@ -819,6 +819,7 @@ def bon_gain_differences(
             "difference": float(diffs.diff[hi, lo]),
             "difference_ci": [float(diffs.ci_low[hi, lo]), float(diffs.ci_high[hi, lo])],
             "pairs": len(rms) * (len(rms) - 1) // 2, "pairs_separated": diffs.n_separated_pairs(),
+            "friedman": {"statistic": diffs.friedman_statistic, "pvalue": diffs.friedman_pvalue},
         }
     return out
 

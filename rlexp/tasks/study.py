@@ -161,28 +161,22 @@ def run(cfg: DictConfig) -> Record:
                 key = f"train_rm/{lineage}/{mix}/e{epochs:g}"
                 ov = [f"model={lineage}", f"data={mix}", f"trainer.epochs={epochs}", f"profile={g.train_profile}"]
                 train_steps.append(Step("train_rm", key, task_cfg("train_rm", ov)))
+    # Longest first (more epochs, more work), so the stage does not end on one long job.
+    train_steps.sort(key=lambda s: -float(s.cfg.trainer.epochs))
     results.update(_run_stage("train_rm", train_steps, g.n_jobs, threads))
     rms = {s.key: results[s.key][0] for s in train_steps if results[s.key][0]}
 
-    # Stage 2: evaluation of every RM, and the pools (one per policy x prompt set).
-    eval_steps = []
-    for key, rid in rms.items():
-        for i, mode in enumerate(g.eval_profiles):
-            bench = "both" if i == 0 else "prb"
-            eval_steps.append(Step("evaluate", f"evaluate/{key}/{mode}",
-                                   task_cfg("evaluate", [f"rm={rid}", f"benchmark={bench}", f"profile={mode}"])))
-    pool_steps = [
-        Step("sample", f"sample/{g.policy}/{ps}", task_cfg("sample", [f"model={g.policy}", f"prompts={ps}"]))
-        for ps in g.prompt_sets
-    ]
-    results.update(_run_stage("evaluate+sample", eval_steps + pool_steps, g.n_jobs, threads))
+    # Stage 2: evaluation of every RM, and every pool the next stage reads: one per policy x
+    # prompt set for Best-of-N, and PPO's shared baseline (the initial policy on the held-out
+    # prompts, sampled like PPO's evaluation). Built here, not inside the next stage's jobs, so two
+    # parallel jobs never sample the same pool.
+    from rlexp.tasks.bon import sample_config
 
-    # Stage 3: Best-of-N for every RM on every prompt set; PPO for the configured subset.
-    down_steps = []
+    bon_steps, ppo_steps = [], []
     for key, rid in rms.items():
         for ps in g.prompt_sets:
             ov = [f"rm={rid}", f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"]
-            down_steps.append(Step("bon", f"bon/{key}/{ps}", task_cfg("bon", ov)))
+            bon_steps.append(Step("bon", f"bon/{key}/{ps}", task_cfg("bon", ov)))
     for pick in g.ppo:
         key = f"train_rm/{pick.model}/{pick.data}/e{float(pick.epochs):g}"
         if key not in rms:
@@ -191,13 +185,30 @@ def run(cfg: DictConfig) -> Record:
             continue
         for ps in g.prompt_sets:
             ov = [f"rm={rms[key]}", f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"]
-            down_steps.append(Step("ppo", f"ppo/{key}/{ps}", task_cfg("ppo", ov)))
+            ppo_steps.append(Step("ppo", f"ppo/{key}/{ps}", task_cfg("ppo", ov)))
     if g.ppo and g.ppo_upper_bound:
         for ps in g.prompt_sets:
             judge = "rubric" if ps == "personalized" else "verifier"
             ov = [f"rm=judge:{judge}", f"model={g.policy}", f"prompts={ps}"]
-            down_steps.append(Step("ppo", f"ppo/upper_bound/{ps}", task_cfg("ppo", ov)))
-    results.update(_run_stage("bon+ppo", down_steps, g.n_jobs, threads))
+            ppo_steps.append(Step("ppo", f"ppo/upper_bound/{ps}", task_cfg("ppo", ov)))
+    pool_steps: dict[str, Step] = {}
+    for step in bon_steps + ppo_steps:
+        scfg = sample_config(step.cfg)
+        name = "pool" if step.task == "bon" else "ppo_baseline"
+        pool_steps.setdefault(OmegaConf.to_yaml(scfg), Step("sample", f"sample/{g.policy}/{scfg.prompts.name}/{name}", scfg))
+    eval_steps = []
+    for key, rid in rms.items():
+        for i, mode in enumerate(g.eval_profiles):
+            bench = "both" if i == 0 else "prb"
+            eval_steps.append(Step("evaluate", f"evaluate/{key}/{mode}",
+                                   task_cfg("evaluate", [f"rm={rid}", f"benchmark={bench}", f"profile={mode}"])))
+    # Pools first: they take longer than an evaluation, and the stage should not end on one.
+    results.update(_run_stage("evaluate+sample", list(pool_steps.values()) + eval_steps, g.n_jobs, threads))
+
+    # Stage 3: PPO for the configured subset (personalized prompts first: the longest jobs), then
+    # Best-of-N for every RM on every prompt set.
+    ppo_steps.sort(key=lambda s: s.cfg.prompts.name != "personalized")
+    results.update(_run_stage("bon+ppo", ppo_steps + bon_steps, g.n_jobs, threads))
 
     # Stage 4: correlate what finished, and say what did not.
     record_ids = sorted({rid for rid, _ in results.values() if rid})

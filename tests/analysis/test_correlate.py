@@ -183,6 +183,14 @@ def test_report_says_whether_bon_gains_differ_beyond_prompt_noise() -> None:
     assert f"| {col} | {d['best']['label']} {report._num(d['best']['gain'])} |" in section
     assert f"{report._num(d['difference'])} [{report._num(ci[0])}, {report._num(ci[1])}]" in section
     assert f"{d['pairs_separated']} of {d['pairs']}" in section
+    # The Friedman test over the same per-prompt gains, as scipy computes it.
+    paths = table.attrs["context"]["per_prompt"][col]
+    matrix = []
+    for rm in gains.index:
+        rows = pd.read_parquet(paths[str(rm)]).sort_values("prompt_id")
+        matrix.append((rows["bon@16"] - rows["bon_at_1"]).to_numpy())
+    assert d["friedman"]["pvalue"] == pytest.approx(stats.friedmanchisquare(*matrix).pvalue)
+    assert f"(p={d['friedman']['pvalue']:.2g})" in section
 
 
 def test_fewer_than_three_rms_is_undefined_not_a_number() -> None:

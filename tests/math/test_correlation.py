@@ -12,6 +12,7 @@ from scipy import stats
 from rlexp.analysis.correlation import (
     DEFAULT_NDCG_VARIANTS,
     Corr,
+    _coefficient,
     bootstrap_prompts,
     correlate,
     gain_differences,
@@ -40,6 +41,21 @@ def test_wrappers_equal_scipy(seed: int) -> None:
         assert tuple(spearman(a, b)) == pytest.approx((rho.statistic, rho.pvalue))
         assert tuple(kendall(a, b)) == pytest.approx((tau.statistic, tau.pvalue))
         assert tuple(pearson(a, b)) == pytest.approx((r.statistic, r.pvalue))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_replicate_coefficients_equal_scipy(seed: int) -> None:
+    # The bootstrap's p-value-free path must give scipy's statistic, ties included.
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=9)
+    y = -0.4 * x + rng.normal(size=9)
+    xi, yi = rng.integers(0, 3, size=11), rng.integers(0, 4, size=11)  # heavy ties
+    for a, b in ((x, y), (xi, yi), (x[:3], y[:3])):
+        assert _coefficient("spearman", a, b) == pytest.approx(stats.spearmanr(a, b).statistic, abs=1e-12)
+        assert _coefficient("kendall", a, b) == pytest.approx(stats.kendalltau(a, b).statistic, abs=1e-12)
+        assert _coefficient("pearson", a, b) == pytest.approx(stats.pearsonr(a, b).statistic, abs=1e-12)
+    assert _coefficient("kendall", np.ones(4), np.arange(4.0)) is None
+    assert _coefficient("spearman", np.arange(2.0), np.arange(2.0)) is None
 
 
 def test_kendall_is_tau_b_not_tau_a() -> None:
@@ -271,6 +287,23 @@ def test_gain_differences_pairing_removes_shared_prompt_noise() -> None:
     assert out.ci_low[1, 0] == pytest.approx(0.05) and out.ci_high[1, 0] == pytest.approx(0.05)
     assert out.n_separated_pairs() == 2  # (1, 0) and (2, 0); 1 and 2 are identical
     assert not out.separated()[1, 2]
+
+
+def test_friedman_test_flags_a_real_rm_effect_and_holds_its_level_without_one() -> None:
+    rng = np.random.default_rng(1)
+    matrix = rng.normal(size=(5, 60)) + rng.normal(size=60)  # prompt effects shared by the RMs
+    matrix[4] += 0.6
+    out = gain_differences(matrix, n_boot=50)
+    direct = stats.friedmanchisquare(*matrix)
+    assert (out.friedman_statistic, out.friedman_pvalue) == pytest.approx((direct.statistic, direct.pvalue))
+    assert out.friedman_pvalue < 1e-3
+    # No RM effect: at alpha = 0.05 about 5% of worlds reject (binomial sd over 200 worlds: 1.5%).
+    pvalues = [gain_differences(rng.normal(size=(5, 60)) + rng.normal(size=60), n_boot=1).friedman_pvalue for _ in range(200)]
+    assert 0.01 <= np.mean(np.array(pvalues) < 0.05) <= 0.10
+    two = gain_differences(matrix[:2], n_boot=10)
+    assert two.friedman_statistic is None and two.friedman_pvalue is None  # Friedman needs 3 RMs
+    ties = gain_differences(np.zeros((3, 8)), n_boot=10)
+    assert ties.friedman_pvalue is None  # every gain ties: no test
 
 
 def test_gain_differences_errors() -> None:
