@@ -10,6 +10,7 @@ Unlike the reference code, the separator between question and profile is explici
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from rlexp.data.retrieval import rank_posts
 from rlexp.data.schemas import ProfilePost
@@ -39,8 +40,15 @@ def _check_k(k: int) -> None:
 def top_posts(posts: Sequence[ProfilePost], k: int = DEFAULT_K, question: str | None = None) -> list[ProfilePost]:
     """The first ``k`` posts, ranked by BM25 relevance to ``question`` when one is given."""
     _check_k(k)
-    ranked = rank_posts(question, posts) if question is not None else list(posts)
-    return ranked[:k]
+    ranked = _ranked(question, tuple(posts)) if question is not None else posts
+    return list(ranked[:k])
+
+
+@lru_cache(maxsize=16384)
+def _ranked(question: str, posts: tuple[ProfilePost, ...]) -> tuple[ProfilePost, ...]:
+    # One prompt's posts are ranked again for every sample of a pool, every RM and every profile
+    # mode; BM25 over them was a tenth of an RM's training time.
+    return tuple(rank_posts(question, posts))
 
 
 def render_profile(posts: Sequence[ProfilePost], k: int = DEFAULT_K, question: str | None = None) -> str:

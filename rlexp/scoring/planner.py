@@ -7,6 +7,7 @@ LaMP-QA's PlanPers (question + top-k posts -> bulleted aspects).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from rlexp.data.formatting import Planner, top_posts
@@ -21,6 +22,13 @@ PLANPERS_SYSTEM = (
 
 def sandbox_planner(question: str, posts: Sequence[ProfilePost]) -> str:
     """Aspect titles inferred from the profile text by the sandbox's checkers (no LM)."""
+    return _sandbox_plan(tuple(posts))
+
+
+@lru_cache(maxsize=16384)
+def _sandbox_plan(posts: tuple[ProfilePost, ...]) -> str:
+    # Memoised for the same reason as the post ranking: the same profile is planned for every
+    # sample of a pool and every RM.
     from rlexp.sandbox.planner import format_plan, infer_aspects
 
     return format_plan(infer_aspects(posts))
