@@ -7,25 +7,15 @@ import torch
 
 from rlexp.downstream.sampling import HFSampler, SamplingSettings
 from rlexp.models import tiny
+from tests._tiny_random import random_chat_model
 
 
 def _random_chat_model(arch: str, chat_format: str) -> tuple[object, object]:
-    spec = tiny.TinySpec(
+    return random_chat_model(tiny.TinySpec(
         arch=arch, chat_format=chat_format, vocab_size=300, hidden_size=32, num_layers=2, num_heads=2,
         intermediate_size=64, max_position=512, corpus="a", pretrain_epochs=0, sft_epochs=0, lr=1e-3,
         batch_size=8, max_length=128, seed=0,
-    )
-    topics = ["rice", "bread", "garden", "tomato", "bike", "knitting", "paint", "camera"]
-    tok = tiny.build_tokenizer([f"user {i} asks about {topics[i % 8]} and gets answer {i % 11}" for i in range(300)], spec)
-    model = tiny.build_model(spec, tok)
-    # Larger random weights than the default init: the samples then depend on the prompt, so a
-    # wrong cache or position would show up as different text.
-    gen = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for param in model.parameters():
-            if param.dim() == 2:
-                param.copy_(torch.randn(param.shape, generator=gen) * 0.3)
-    return model, tok
+    ))
 
 
 @pytest.mark.parametrize(("arch", "chat_format"), [("llama", "llama"), ("qwen2", "chatml")])

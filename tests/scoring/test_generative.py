@@ -41,6 +41,7 @@ from rlexp.scoring.judges import (
     parse_match_score,
     parse_score_list,
 )
+from tests._tiny_random import corpus, random_chat_model
 
 SPEC = tiny.TinySpec(
     arch="llama",
@@ -61,23 +62,9 @@ SPEC = tiny.TinySpec(
 )
 
 
-def _corpus() -> list[str]:
-    topics = ["rice", "bread", "garden", "tomato", "bike", "knitting", "paint", "camera"]
-    return [f"user {i} asks how to cook {topics[i % 8]} and the judge rates answer {i % 11}" for i in range(300)]
-
-
 @pytest.fixture(scope="module")
 def tiny_parts() -> tuple[object, object]:
-    tok = tiny.build_tokenizer(_corpus(), SPEC)
-    model = tiny.build_model(SPEC, tok)
-    # The default init (std 0.02) gives near-uniform logits and the same argmax after every prompt,
-    # which would hide padding bugs; larger random weights make the garbage depend on the prompt.
-    gen = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for param in model.parameters():
-            if param.dim() == 2:
-                param.copy_(torch.randn(param.shape, generator=gen) * 0.3)
-    return model, tok
+    return random_chat_model(SPEC)
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +144,7 @@ def test_chat_lm_truncates_long_prompts_from_the_left(tiny_parts: tuple[object, 
 
 def test_missing_chat_template_is_a_config_error(tiny_parts: tuple[object, object]) -> None:
     model, _ = tiny_parts
-    tok = tiny.build_tokenizer(_corpus()[:50], SPEC)
+    tok = tiny.build_tokenizer(corpus()[:50], SPEC)
     tok.chat_template = None
     with pytest.raises(ConfigError, match=r"^generative judge my-judge: tokenizer has no chat template$"):
         ChatLM(model, tok, name="my-judge")
@@ -167,7 +154,7 @@ def test_from_pretrained_loads_left_padding_and_checks_template(
     tmp_path: Path, tiny_parts: tuple[object, object]
 ) -> None:
     model, _ = tiny_parts
-    tok = tiny.build_tokenizer(_corpus()[:50], SPEC)
+    tok = tiny.build_tokenizer(corpus()[:50], SPEC)
     tiny.save(model, tok, tmp_path / "ok", padding_side="right")
     lm = ChatLM.from_pretrained(str(tmp_path / "ok"), device="cpu")
     assert lm.tokenizer.padding_side == "left"
