@@ -276,3 +276,26 @@ def bootstrap_ci(
         means[start:stop] = values[idx].mean(axis=1)
     lo, hi = np.quantile(means, [alpha / 2.0, 1.0 - alpha / 2.0])
     return float(lo), float(hi)
+
+
+def rank_agreement(rm: Any, gold: Any) -> dict[str, float | int | None]:
+    """How well the RM orders each prompt's samples by gold: mean within-prompt Spearman.
+
+    Best-of-N can only gain where a prompt's samples differ in gold and the RM orders them the same
+    way, so this is the RM's benchmark skill as it carries over to the policy's own samples.
+    Prompts where either the gold or the RM scores all tie have no defined rank correlation and are
+    left out; ``prompts`` counts those that remain, ``gold_varies`` those whose gold differs at all.
+    ``mean_spearman`` is None when no prompt remains.
+    """
+    from scipy import stats
+
+    rm_arr, gold_arr = np.asarray(rm, dtype=np.float64), np.asarray(gold, dtype=np.float64)
+    if rm_arr.ndim != 2 or rm_arr.shape != gold_arr.shape:
+        raise DataError(f"rank_agreement: rm {rm_arr.shape} and gold {gold_arr.shape} must be the same [prompts, n] shape")
+    _check_finite(rm_arr, "rm")
+    _check_finite(gold_arr, "gold")
+    varies = np.ptp(gold_arr, axis=1) > 0
+    usable = varies & (np.ptp(rm_arr, axis=1) > 0)
+    rhos = [float(stats.spearmanr(r, g).statistic) for r, g in zip(rm_arr[usable], gold_arr[usable], strict=True)]
+    return {"mean_spearman": float(np.mean(rhos)) if rhos else None, "prompts": len(rhos),
+            "gold_varies": int(varies.sum()), "total_prompts": int(rm_arr.shape[0])}

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp.config import BonConfig, SampleConfig
-from rlexp.downstream.bon_math import bon_curve, bootstrap_ci, default_ks
+from rlexp.downstream.bon_math import bon_curve, bootstrap_ci, default_ks, rank_agreement
 from rlexp.downstream.pool_scoring import rm_scores_key, score_pool
 from rlexp.errors import ConfigError
 from rlexp.runtime import RunContext, execute, hydra_entry
@@ -77,6 +77,7 @@ def _bon(ctx: RunContext, cfg: DictConfig, pool: Record, prompts: list[Any], rm_
         "prompts": curve["num_prompts"],
         "bon_at_1": curve["bon_at_1"],
         "gold_within_prompt_std": float(gold.std(axis=1).mean()),
+        "rm_gold_agreement": rank_agreement(rm_scores, gold),
         "gain_at_n": curve["gain"][curve["ks"][-1]],
         "gain_at_n_ci": list(gain_ci[curve["ks"][-1]]),
         "normalised_gain_at_n": norm[curve["ks"][-1]],

@@ -13,6 +13,7 @@ from rlexp.downstream.bon_math import (
     bon_expected,
     bootstrap_ci,
     default_ks,
+    rank_agreement,
     selection_probabilities,
 )
 from rlexp.errors import ConfigError, DataError
@@ -216,3 +217,25 @@ def test_bootstrap_ci_errors() -> None:
         bootstrap_ci(np.ones(3), alpha=1.5)
     with pytest.raises(ConfigError):
         bootstrap_ci(np.ones(3), n_boot=0)
+
+
+def test_rank_agreement_is_the_mean_within_prompt_spearman_over_prompts_that_can_have_one() -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(4)
+    gold = rng.integers(0, 3, size=(6, 5)).astype(float)  # ties within prompts
+    gold[1] = 0.5  # gold all tied: no BoN gain possible, left out
+    rm = gold + rng.normal(scale=0.8, size=gold.shape)
+    rm[2] = 1.0  # RM all tied: left out too
+    out = rank_agreement(rm, gold)
+    keep = [p for p in range(6) if np.ptp(gold[p]) > 0 and np.ptp(rm[p]) > 0]
+    assert out["prompts"] == len(keep) == 4 and out["gold_varies"] == 5 and out["total_prompts"] == 6
+    assert out["mean_spearman"] == pytest.approx(np.mean([stats.spearmanr(rm[p], gold[p]).statistic for p in keep]))
+    assert rank_agreement(-gold[[0]], gold[[0]])["mean_spearman"] == pytest.approx(-1.0)
+    assert rank_agreement(np.zeros((2, 3)), np.zeros((2, 3)))["mean_spearman"] is None
+    with pytest.raises(DataError, match="same"):
+        rank_agreement(np.zeros((2, 3)), np.zeros((2, 4)))
+    bad = np.zeros((2, 3))
+    bad[1, 1] = np.nan
+    with pytest.raises(DataError):
+        rank_agreement(bad, np.ones((2, 3)))

@@ -31,6 +31,11 @@ def test_bon_gains_follow_rm_quality(world: Path, rms: dict[str, str]) -> None:
     print("within-prompt gold std", pers_good["gold_within_prompt_std"], gen_good["gold_within_prompt_std"])
     print("gain@16 personal/flipped", pers_good["curve"]["16"]["gain"], pers_bad["curve"]["16"]["gain"])
     print("gain@16 general/flipped", gen_good["curve"]["16"]["gain"], gen_bad["curve"]["16"]["gain"])
+    print("RM-gold agreement personal/flipped", pers_good["rm_gold_agreement"], pers_bad["rm_gold_agreement"])
+    for m in (pers_good, gen_good):
+        a = m["rm_gold_agreement"]
+        assert 0 < a["prompts"] <= a["gold_varies"] <= a["total_prompts"] == m["prompts"]
+        assert -1.0 <= a["mean_spearman"] <= 1.0
     assert pers_good["gold_within_prompt_std"] > 0.05 and gen_good["gold_within_prompt_std"] > 0.05
     assert pers_good["curve"]["16"]["gain"] > pers_bad["curve"]["16"]["gain"]
     # On general prompts the tiny policy's samples are mostly wrong whatever the RM picks (gold
