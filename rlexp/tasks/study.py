@@ -198,10 +198,19 @@ def run(cfg: DictConfig) -> Record:
     from rlexp.tasks.bon import sample_config
 
     bon_steps, ppo_steps = [], []
+    # A pool depends on the policy, the prompt set and the sampling settings, not on the RM: one
+    # step per (task, prompt set) tells which pools there are.
+    pool_readers: dict[tuple[str, str], Step] = {}
+
+    def downstream(task: str, key: str, ps: str, ov: list[str]) -> Step:
+        new = step(task, key, ov)
+        pool_readers.setdefault((task, ps), new)
+        return new
+
     for key, rid in rms.items():
         for ps in g.prompt_sets:
             ov = [f"rm={rid}", f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"]
-            bon_steps.append(step("bon", f"bon/{key}/{ps}", ov))
+            bon_steps.append(downstream("bon", f"bon/{key}/{ps}", ps, ov))
     for pick in g.ppo:
         key = f"train_rm/{pick.model}/{pick.data}/e{float(pick.epochs):g}"
         if key not in rms:
@@ -210,16 +219,14 @@ def run(cfg: DictConfig) -> Record:
             continue
         for ps in g.prompt_sets:
             ov = [f"rm={rms[key]}", f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"]
-            ppo_steps.append(step("ppo", f"ppo/{key}/{ps}", ov))
+            ppo_steps.append(downstream("ppo", f"ppo/{key}/{ps}", ps, ov))
     if g.ppo and g.ppo_upper_bound:
         for ps in g.prompt_sets:
             judge = "rubric" if ps == "personalized" else "verifier"
             ov = [f"rm=judge:{judge}", f"model={g.policy}", f"prompts={ps}"]
-            ppo_steps.append(step("ppo", f"ppo/upper_bound/{ps}", ov))
-    # A pool depends on the policy, the prompt set and the sampling settings, not on the RM: one
-    # config per (task, prompt set) tells which pools there are.
+            ppo_steps.append(downstream("ppo", f"ppo/upper_bound/{ps}", ps, ov))
     pools: dict[str, Step] = {}
-    for down in {(s.task, s.key.rsplit("/", 1)[1]): s for s in bon_steps + ppo_steps}.values():
+    for down in pool_readers.values():
         scfg = sample_config(down.config())
         name = "pool" if down.task == "bon" else "ppo_baseline"
         pools.setdefault(OmegaConf.to_yaml(scfg), Step("pool", f"sample/{g.policy}/{scfg.prompts.name}/{name}",
