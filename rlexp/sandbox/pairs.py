@@ -62,11 +62,16 @@ def build_general(
     return [PreferencePair(f"general-{i:05d}", p, c, r, "general") for i, (p, c, r) in enumerate(rows)]
 
 
-def build_flipped(general: list[PreferencePair]) -> list[PreferencePair]:
-    """The general pairs with chosen and rejected swapped."""
+def build_flipped(general: list[PreferencePair], personal: list[PreferencePair]) -> list[PreferencePair]:
+    """The ``flipped`` control: every general and personal pair with chosen and rejected swapped.
+
+    Both halves are flipped so that the control is a bad RM on *both* benchmarks and both
+    downstream prompt sets: flipping only the general pairs left it user-blind (near chance) on
+    personalized prompts, where it then picked Best-of-N samples like an untrained scorer.
+    """
     return [
-        PreferencePair(p.id.replace("general", "flipped", 1), p.prompt, p.rejected, p.chosen, "flipped")
-        for p in general
+        PreferencePair(p.id.replace(p.source, "flipped", 1), p.prompt, p.rejected, p.chosen, "flipped", p.context)
+        for p in (*general, *personal)
     ]
 
 

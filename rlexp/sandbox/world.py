@@ -82,13 +82,14 @@ def build_world(seed: int = 0, difficulty: float = 0.5, step: Callable[[str], An
     tick("training pairs")
     train_users = _train_users(knobs, seed, N_TRAIN_USERS)
     general = pairs.build_general(kb, knobs, make_rng(seed, "pairs", "general"), registry)
+    personal = pairs.build_personal(train_users, knobs, make_rng(seed, "pairs", "personal"), registry)
     pair_sets = {
         "general": general,
-        "personal": pairs.build_personal(train_users, knobs, make_rng(seed, "pairs", "personal"), registry),
+        "personal": personal,
         "length_bias": pairs.build_length_bias(
             kb, train_users, knobs, make_rng(seed, "pairs", "length_bias"), registry
         ),
-        "flipped": pairs.build_flipped(general),
+        "flipped": pairs.build_flipped(general, personal),
     }
     tick("corpora")
     pretrain = {v: corpus.pretrain_docs(kb, knobs, v, make_rng(seed, "corpus", v), registry) for v in corpus.VARIANTS}

@@ -164,8 +164,11 @@ def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str
             for p, r, s in zip(reward_model.log.prompts[-8:], reward_model.log.responses[-8:], reward_model.log.scores[-8:], strict=False)
         ]
         rewards = np.asarray(reward_model.log.scores)
-        train_metrics["reward/first_batch_mean"] = float(rewards[: cfg.trainer.per_device_train_batch_size].mean())
-        train_metrics["reward/last_batch_mean"] = float(rewards[-cfg.trainer.per_device_train_batch_size :].mean())
+        batch = cfg.trainer.per_device_train_batch_size * cfg.trainer.gradient_accumulation_steps
+        train_metrics["reward/first_batch_mean"] = float(rewards[:batch].mean())
+        train_metrics["reward/last_batch_mean"] = float(rewards[-batch:].mean())
+        # One batch is too noisy to tell whether the reward rose; the per-update means are the curve.
+        ctx.info["reward_curve"] = [float(rewards[i : i + batch].mean()) for i in range(0, len(rewards), batch)]
     else:
         trained, train_metrics = adapter.train_grpo_like(
             cfg.algorithm, out=str(scratch), settings=_grpo_settings(cfg, report_to, bf16, use_cpu),

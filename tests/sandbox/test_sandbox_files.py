@@ -127,9 +127,11 @@ def test_personal_rows_carry_context_and_general_rows_do_not(world: Loaded) -> N
     assert all(r["profile"] and r["rubric_aspects"] and r["narrative"] for r in world.pairs["personal"])
     assert all(not r["profile"] and not r["rubric_aspects"] and r["narrative"] == "" for r in world.pairs["general"])
     flipped = {r["id"].split("-", 1)[1]: r for r in world.pairs["flipped"]}
-    for g in world.pairs["general"]:
+    assert len(flipped) == len(world.pairs["flipped"]) == len(world.pairs["general"]) + len(world.pairs["personal"])
+    for g in (*world.pairs["general"], *world.pairs["personal"]):
         f = flipped[g["id"].split("-", 1)[1]]
         assert (f["chosen"], f["rejected"]) == (g["rejected"], g["chosen"])
+        assert (f["prompt"], f["profile"], f["rubric_aspects"]) == (g["prompt"], g["profile"], g["rubric_aspects"])
     for r in world.prompts["personalized/eval"]:
         hidden = json.loads(r["hidden"])
         assert r["profile"] and 2 <= len(hidden["aspects"]) <= 4 and hidden["narrative"]
