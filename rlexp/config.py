@@ -158,6 +158,7 @@ class RewardTrainerConfig:
     logging_steps: int = 10
     bf16: str = "auto"  # auto (bf16 on GPU only) | true | false
     gradient_checkpointing: bool = False
+    group_by_length: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -106,6 +106,7 @@ def reward_config(
     logging_steps: int,
     bf16: bool,
     gradient_checkpointing: bool,
+    group_by_length: bool,
     seed: int,
     report_to: str,
     deepspeed: dict[str, Any] | None,
@@ -131,6 +132,10 @@ def reward_config(
             logging_steps=logging_steps,
             bf16=bf16,
             gradient_checkpointing=gradient_checkpointing,
+            train_sampling_strategy="group_by_length" if group_by_length else "random",
+            # The sampler reads the ``length`` column, which column pruning would drop first; TRL's
+            # preference collator takes only the ids anyway.
+            remove_unused_columns=not group_by_length,
             seed=seed,
             report_to=report_to,
             deepspeed=deepspeed,
@@ -157,7 +162,9 @@ def train(
     from datasets import Dataset
     from trl import RewardTrainer
 
-    ds = Dataset.from_dict({"chosen_ids": data.chosen_ids, "rejected_ids": data.rejected_ids})
+    # ``length`` is what transformers' LengthGroupedSampler reads under group_by_length.
+    lengths = [max(len(c), len(r)) for c, r in zip(data.chosen_ids, data.rejected_ids, strict=True)]
+    ds = Dataset.from_dict({"chosen_ids": data.chosen_ids, "rejected_ids": data.rejected_ids, "length": lengths})
     trainer = RewardTrainer(
         model=model,
         args=args,

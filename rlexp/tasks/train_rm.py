@@ -164,6 +164,7 @@ def _train(ctx: RunContext, cfg: DictConfig, lineage: Any, rows: list[Any], mix:
         logging_steps=t.logging_steps,
         bf16=bf16,
         gradient_checkpointing=t.gradient_checkpointing,
+        group_by_length=t.group_by_length,
         seed=cfg.seed,
         report_to="wandb" if ctx.tracker.run is not None else "none",
         deepspeed=ds,
