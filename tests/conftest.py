@@ -74,7 +74,9 @@ def rms(world_root: Path) -> dict[str, str]:
 
         specs = {
             "llama_general": ["model=tiny_llama", "data=general"],
-            "llama_flipped": ["model=tiny_llama", "data=flipped"],
+            # As many rows as the general RM (the flipped control holds general + personal pairs),
+            # formatted like the personal RM so that it is the personal RM's opposite too.
+            "llama_flipped": ["model=tiny_llama", "data=flipped", "data.max_rows=2400", "profile=planner"],
             "llama_personal": ["model=tiny_llama", "data=personal", "profile=planner"],
             "qwen_general": ["model=tiny_qwen", "data=general"],
         }
