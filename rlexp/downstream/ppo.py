@@ -223,8 +223,11 @@ def train_grpo_like(
     prompts: Sequence[PromptItem],
     profile_k: int,
     peft_config: Any = None,
-) -> tuple[Any, dict[str, Any]]:
-    """GRPO or RLOO with the scorer as reward function (same prompts and rendering as PPO)."""
+) -> tuple[Any, dict[str, Any], list[float]]:
+    """GRPO or RLOO with the scorer as reward function (same prompts and rendering as PPO).
+
+    Returns the trained policy, the last logged metrics and the mean reward of every logging step.
+    """
     from datasets import Dataset
 
     check_scorer(scorer)
@@ -261,4 +264,4 @@ def train_grpo_like(
     model = trainer.model
     if hasattr(model, "merge_and_unload"):
         model = model.merge_and_unload()
-    return model, metrics
+    return model, metrics, [float(h["reward"]) for h in history]

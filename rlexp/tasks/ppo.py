@@ -170,7 +170,7 @@ def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str
         # One batch is too noisy to tell whether the reward rose; the per-update means are the curve.
         ctx.info["reward_curve"] = [float(rewards[i : i + batch].mean()) for i in range(0, len(rewards), batch)]
     else:
-        trained, train_metrics = adapter.train_grpo_like(
+        trained, train_metrics, ctx.info["reward_curve"] = adapter.train_grpo_like(
             cfg.algorithm, out=str(scratch), settings=_grpo_settings(cfg, report_to, bf16, use_cpu),
             tokenizer=tokenizer, policy=policy, scorer=reward, prompts=train_prompts,
             profile_k=cfg.sampling.profile_k, peft_config=peft,

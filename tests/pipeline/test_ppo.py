@@ -95,6 +95,10 @@ def test_ppo_record_and_trained_policy(world: Path, rms: dict[str, str]) -> None
         assert m["gain_ci"][0] <= m["gain"] <= m["gain_ci"][1]
         assert m["train"]["steps"] == 16 and m["final_kl"] is not None
         assert rec.info["baseline_pool"] == upper.info["baseline_pool"]  # one shared, cached baseline
+    # 16 updates of 8 rollouts; with the rubric as reward every batch mean is a rubric score.
+    curve = upper.info["reward_curve"]
+    assert len(curve) == 16 and all(0.0 <= r <= 1.0 for r in curve)
+    assert upper.metrics["train"]["reward/first_batch_mean"] == pytest.approx(curve[0])
     assert learned.info["lineage_match"] is True and upper.info["rm"]["lineage"] is None
     pool = sample.run(compose("sample", f"policy={upper.id}", "prompts=personalized", "prompts.limit=8", "sampling.n=2"))
     assert pool.metrics["samples"] == 16
@@ -124,6 +128,7 @@ def test_grpo_and_rloo_train_and_are_judged_like_ppo(world: Path, algorithm: str
     m = rec.metrics
     assert rec.info["algorithm"] == algorithm
     assert m["train"]["steps"] >= 1 and "reward" in m["train"]
+    assert rec.info["reward_curve"] and rec.info["reward_curve"][-1] == pytest.approx(m["train"]["reward"])
     assert 0.0 <= m["gold_before"] <= 1.0 and 0.0 <= m["gold_after"] <= 1.0
     assert m["gain"] == pytest.approx(m["gold_after"] - m["gold_before"])
     lo, hi = m["gain_ci"]
