@@ -106,7 +106,6 @@ def reward_config(
     logging_steps: int,
     bf16: bool,
     gradient_checkpointing: bool,
-    group_by_length: bool,
     seed: int,
     report_to: str,
     deepspeed: dict[str, Any] | None,
@@ -132,10 +131,6 @@ def reward_config(
             logging_steps=logging_steps,
             bf16=bf16,
             gradient_checkpointing=gradient_checkpointing,
-            train_sampling_strategy="group_by_length" if group_by_length else "random",
-            # The sampler reads the ``length`` column, which column pruning would drop first; TRL's
-            # preference collator takes only the ids anyway.
-            remove_unused_columns=not group_by_length,
             seed=seed,
             report_to=report_to,
             deepspeed=deepspeed,
@@ -148,6 +143,34 @@ def reward_config(
         raise ConfigError(f"invalid reward trainer settings: {' '.join(str(exc).split())[:300]}") from None
 
 
+# Length grouping within windows of this many batches (transformers' own default is up to 50).
+LENGTH_WINDOW_BATCHES = 4
+
+
+def _length_grouped_trainer() -> type:
+    """RewardTrainer whose batches hold pairs of similar length, drawn from short random windows.
+
+    A mix of short general and long profile-bearing pairs otherwise pads every batch to its
+    longest row. transformers' ``group_by_length`` sorts windows of up to 50 batches, which turns
+    such a mix into long runs of one kind of pair (measured: held-out accuracy 0.78 -> 0.71 on the
+    flipped control); sorting within 4 batches keeps the order random at that scale.
+    """
+    from transformers.trainer_pt_utils import LengthGroupedSampler, get_length_grouped_indices
+    from trl import RewardTrainer
+
+    class WindowSampler(LengthGroupedSampler):
+        def __iter__(self) -> Any:
+            return iter(get_length_grouped_indices(self.lengths, self.batch_size, LENGTH_WINDOW_BATCHES, self.generator))
+
+    class LengthGroupedRewardTrainer(RewardTrainer):
+        def _get_train_sampler(self, train_dataset: Any = None) -> Any:
+            ds = self.train_dataset if train_dataset is None else train_dataset
+            lengths = [max(len(c), len(r)) for c, r in zip(ds["chosen_ids"], ds["rejected_ids"], strict=True)]
+            return WindowSampler(self.args.train_batch_size * self.args.gradient_accumulation_steps, lengths=lengths)
+
+    return LengthGroupedRewardTrainer
+
+
 def train(
     model: Any,
     tokenizer: Any,
@@ -157,15 +180,17 @@ def train(
     peft_config: Any = None,
     resume: str | bool | None = None,
     callbacks: list[Any] | None = None,
+    group_by_length: bool = False,
 ) -> tuple[Any, dict[str, Any]]:
-    """Run RewardTrainer on pre-tokenised pairs; returns (trained model, metrics)."""
+    """Run RewardTrainer on pre-tokenised pairs; returns (trained model, metrics).
+
+    ``group_by_length`` batches pairs of similar length (see :func:`_length_grouped_trainer`).
+    """
     from datasets import Dataset
     from trl import RewardTrainer
 
-    # ``length`` is what transformers' LengthGroupedSampler reads under group_by_length.
-    lengths = [max(len(c), len(r)) for c, r in zip(data.chosen_ids, data.rejected_ids, strict=True)]
-    ds = Dataset.from_dict({"chosen_ids": data.chosen_ids, "rejected_ids": data.rejected_ids, "length": lengths})
-    trainer = RewardTrainer(
+    ds = Dataset.from_dict({"chosen_ids": data.chosen_ids, "rejected_ids": data.rejected_ids})
+    trainer = (_length_grouped_trainer() if group_by_length else RewardTrainer)(
         model=model,
         args=args,
         train_dataset=ds,

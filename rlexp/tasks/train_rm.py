@@ -164,7 +164,6 @@ def _train(ctx: RunContext, cfg: DictConfig, lineage: Any, rows: list[Any], mix:
         logging_steps=t.logging_steps,
         bf16=bf16,
         gradient_checkpointing=t.gradient_checkpointing,
-        group_by_length=t.group_by_length,
         seed=cfg.seed,
         report_to="wandb" if ctx.tracker.run is not None else "none",
         deepspeed=ds,
@@ -173,7 +172,8 @@ def _train(ctx: RunContext, cfg: DictConfig, lineage: Any, rows: list[Any], mix:
     )
     peft_config = rt.lora_config(cfg.peft.r, cfg.peft.alpha, cfg.peft.dropout, cfg.peft.target_modules) if cfg.peft.enabled else None
     t_train = time.time()
-    trained, train_metrics = rt.train(model, tokenizer, data, args, peft_config=peft_config, resume=resume)
+    trained, train_metrics = rt.train(model, tokenizer, data, args, peft_config=peft_config, resume=resume,
+                                         group_by_length=t.group_by_length)
     train_seconds = time.time() - t_train
     if cfg.peft.enabled:
         trained.save_pretrained(ctx.work_dir / "adapter")
