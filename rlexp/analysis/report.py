@@ -287,20 +287,26 @@ def _bon_groups_section(context: Mapping[str, Any], table: pd.DataFrame) -> list
     labels = table["label"].to_dict() if "label" in table else {}
     lines = ["## Best-of-N gain by prompt group", "",
              "gain@n (n = samples per prompt) with its bootstrap CI over the group's prompts: where each "
-             "RM's gain comes from.", ""]
+             "RM's gain comes from. RM–gold ρ: the mean within-prompt Spearman correlation of the RM's and "
+             "the gold judge's scores of the pool's samples, over the prompts where both vary (how many of "
+             "all prompts): how much of the RM's skill carries over to the policy's own samples.", ""]
     for setting, by_rm in sorted(groups.items()):
         names = sorted({g for v in by_rm.values() for g in v["groups"]})
         sizes = {g: next(v["groups"][g]["prompts"] for v in by_rm.values() if g in v["groups"]) for g in names}
+        agreement = any(v.get("agreement") for v in by_rm.values())
         rows = []
         for rm, v in sorted(by_rm.items(), key=lambda kv: str(labels.get(kv[0], kv[0]))):
-            cells = []
+            a = v.get("agreement")
+            cells = ([] if not agreement else
+                     ["–" if not a else f"{_num(a['rho'])} ({a['prompts']} of {a['total']})"])
             for g in names:
                 c = v["groups"].get(g)
                 cells.append("–" if c is None else
                              f"{_num(c['gain'])} [{_num(c['gain_ci'][0])}, {_num(c['gain_ci'][1])}]")
             rows.append([labels.get(rm, rm), v.get("n"), *cells])
         lines += [f"### {setting}", "",
-                  markdown_table(["RM", "n", *(f"{g} ({sizes[g]} prompts)" for g in names)], rows), ""]
+                  markdown_table(["RM", "n", *(["RM–gold ρ"] if agreement else []),
+                                  *(f"{g} ({sizes[g]} prompts)" for g in names)], rows), ""]
     return lines
 
 

@@ -96,6 +96,11 @@ def by_group(i: int) -> dict[str, Any]:
             "math": {"prompts": 10, "gain": -g, "gain_ci": [-g - 0.02, -g + 0.02], "oracle_gain": 0.2}}
 
 
+def agreement(i: int) -> dict[str, Any]:
+    """A general BoN record's RM-gold agreement (RM ``i``)."""
+    return {"mean_spearman": 0.05 * i - 0.1, "prompts": 18 - i, "gold_varies": 20, "total_prompts": 24}
+
+
 def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: str = EXP,
           rb2_data: str = RB2_DATA, downstream: bool = True, duplicate: bool = True, tag: str = "") -> FakeStudy:
     rng = np.random.default_rng(seed)
@@ -151,7 +156,8 @@ def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: s
                           metrics={"n": 16, "prompts": 24, "bon_at_1": curve["1"]["bon"], "curve": curve,
                                    "gain_at_n": curve["16"]["gain"], "gain_at_n_ci": curve["16"]["gain_ci"],
                                    "normalised_gain_at_n": curve["16"]["normalised_gain"],
-                                   **({"by_group": by_group(i)} if prompts == "general" else {})},
+                                   **({"by_group": by_group(i), "rm_gold_agreement": agreement(i)}
+                                      if prompts == "general" else {})},
                           artifacts={"per_prompt": rel},
                           info={"rm": {"id": rid, "lineage": lineage}, "policy_lineage": POLICY,
                                 "prompts": prompts, "judge": {"name": "rubric" if prompts == "personalized" else "verifier"}})

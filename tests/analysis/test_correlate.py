@@ -23,7 +23,7 @@ from rlexp.errors import ConfigError, DataError
 from rlexp.store import Store
 from rlexp.tasks.correlate import run
 
-from ._fake_study import EXP, build, by_group
+from ._fake_study import EXP, agreement, build, by_group
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MAIN = ("rb2/overall", "prb/none/accuracy", "prb/raw/accuracy")
@@ -157,7 +157,10 @@ def test_report_shows_bon_gain_by_prompt_group() -> None:
     section = text.split("## Best-of-N gain by prompt group", 1)[1].split("\n## ", 1)[0]
     assert "### bon/general" in section and "### bon/personalized" not in section  # only general has groups
     assert "fact (14 prompts)" in section and "math (10 prompts)" in section
+    assert "RM–gold ρ" in section
     for i, _ in enumerate(study.rms):
+        a = agreement(i)
+        assert f"| {report._num(a['mean_spearman'])} ({a['prompts']} of {a['total_prompts']}) |" in section
         fact, math_ = by_group(i)["fact"], by_group(i)["math"]
         assert f"{report._num(fact['gain'])} [{report._num(fact['gain_ci'][0])}, {report._num(fact['gain_ci'][1])}]" in section
         assert f"{report._num(math_['gain'])} [{report._num(math_['gain_ci'][0])}," in section
