@@ -52,17 +52,20 @@ def _torch() -> Any:
 
 @dataclass
 class RewardLog:
-    """What the policy was rewarded with, for checks and logging (bounded)."""
+    """What the policy was rewarded with: the last ``limit`` (prompt, response, score) triples, for
+    checks and samples, and every score in order (``history``: floats only, so kept whole)."""
 
     prompts: list[str] = field(default_factory=list)
     responses: list[str] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)
+    history: list[float] = field(default_factory=list)
     limit: int = 4096
 
     def add(self, prompts: Sequence[str], responses: Sequence[str], scores: Sequence[float]) -> None:
         self.prompts.extend(prompts)
         self.responses.extend(responses)
         self.scores.extend(float(s) for s in scores)
+        self.history.extend(float(s) for s in scores)
         overflow = len(self.scores) - self.limit
         if overflow > 0:
             del self.prompts[:overflow], self.responses[:overflow], self.scores[:overflow]

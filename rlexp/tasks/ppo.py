@@ -163,7 +163,7 @@ def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str
             {"prompt": p, "response": r, "reward": s}
             for p, r, s in zip(reward_model.log.prompts[-8:], reward_model.log.responses[-8:], reward_model.log.scores[-8:], strict=False)
         ]
-        rewards = np.asarray(reward_model.log.scores)
+        rewards = np.asarray(reward_model.log.history)
         batch = cfg.trainer.per_device_train_batch_size * cfg.trainer.gradient_accumulation_steps
         train_metrics["reward/first_batch_mean"] = float(rewards[:batch].mean())
         train_metrics["reward/last_batch_mean"] = float(rewards[-batch:].mean())

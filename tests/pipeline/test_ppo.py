@@ -42,7 +42,7 @@ def test_cross_lineage_rm_reward_equals_rm_score_of_decoded_text(world: Path, rm
     adapter.train_ppo(args=args, tokenizer=tok, policy=policy, ref_policy=copy.deepcopy(policy), value_model=value,
                       reward_model=module, dataset=adapter.tokenise_prompts(tok, prompts, 10))
     log = module.log
-    assert len(log.scores) >= 8
+    assert len(log.scores) >= 8 and log.history == log.scores  # under the limit both hold every score
     by_prompt = {p.prompt: p for p in prompts}
     again = reward.score([ScoreInput(p, r, by_prompt[p].profile) for p, r in zip(log.prompts, log.responses, strict=True)])
     assert np.max(np.abs(np.asarray(log.scores) - again)) <= 1e-5
