@@ -298,7 +298,7 @@ def _bon_groups_section(context: Mapping[str, Any], table: pd.DataFrame) -> list
         for rm, v in sorted(by_rm.items(), key=lambda kv: str(labels.get(kv[0], kv[0]))):
             a = v.get("agreement")
             cells = ([] if not agreement else
-                     ["–" if not a else f"{_num(a['rho'])} ({a['prompts']} of {a['total']})"])
+                     ["–" if not a else f"{_num(a['mean_spearman'])} ({a['prompts']} of {a['total_prompts']})"])
             for g in names:
                 c = v["groups"].get(g)
                 cells.append("–" if c is None else

@@ -486,11 +486,9 @@ def build_table(
             if rec.artifacts.get("per_prompt"):
                 per_prompt[f"{group}/gain@{kk}"][rm] = str(collection.store.resolve(rec.artifacts["per_prompt"]))
             if rec.metrics.get("by_group"):
-                agree = rec.metrics.get("rm_gold_agreement") or {}
                 bon_groups[group][rm] = {
                     "n": rec.metrics.get("n"),
-                    "agreement": {"rho": _score(agree.get("mean_spearman")), "prompts": agree.get("prompts"),
-                                  "total": agree.get("total_prompts")} if agree else None,
+                    "agreement": rec.metrics.get("rm_gold_agreement"),  # bon_math.rank_agreement's dict
                     "groups": {
                         str(g): {"gain": _score(v.get("gain")), "prompts": v.get("prompts"),
                                  "gain_ci": [_score(x) for x in list(v.get("gain_ci") or [None, None])[:2]]}

@@ -52,23 +52,26 @@ def _torch() -> Any:
 
 @dataclass
 class RewardLog:
-    """What the policy was rewarded with: the last ``limit`` (prompt, response, score) triples, for
-    checks and samples, and every score in order (``history``: floats only, so kept whole)."""
+    """What the policy was rewarded with: every score in order (``history``: floats only, so kept
+    whole) and the last ``limit`` prompts and responses, for checks and samples."""
 
     prompts: list[str] = field(default_factory=list)
     responses: list[str] = field(default_factory=list)
-    scores: list[float] = field(default_factory=list)
     history: list[float] = field(default_factory=list)
     limit: int = 4096
+
+    @property
+    def scores(self) -> list[float]:
+        """The scores of the kept (prompt, response) pairs, aligned with them."""
+        return self.history[len(self.history) - len(self.prompts) :]
 
     def add(self, prompts: Sequence[str], responses: Sequence[str], scores: Sequence[float]) -> None:
         self.prompts.extend(prompts)
         self.responses.extend(responses)
-        self.scores.extend(float(s) for s in scores)
         self.history.extend(float(s) for s in scores)
-        overflow = len(self.scores) - self.limit
+        overflow = len(self.prompts) - self.limit
         if overflow > 0:
-            del self.prompts[:overflow], self.responses[:overflow], self.scores[:overflow]
+            del self.prompts[:overflow], self.responses[:overflow]
 
 
 def _make_reward_module(scorer: Scorer, tokenizer: Any, prompts: Sequence[PromptItem], profile_k: int, scale: float) -> Any:

@@ -165,10 +165,10 @@ def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str
         ]
         rewards = np.asarray(reward_model.log.history)
         batch = cfg.trainer.per_device_train_batch_size * cfg.trainer.gradient_accumulation_steps
-        train_metrics["reward/first_batch_mean"] = float(rewards[:batch].mean())
-        train_metrics["reward/last_batch_mean"] = float(rewards[-batch:].mean())
         # One batch is too noisy to tell whether the reward rose; the per-update means are the curve.
-        ctx.info["reward_curve"] = [float(rewards[i : i + batch].mean()) for i in range(0, len(rewards), batch)]
+        curve = [float(rewards[i : i + batch].mean()) for i in range(0, len(rewards), batch)]
+        ctx.info["reward_curve"] = curve
+        train_metrics["reward/first_batch_mean"], train_metrics["reward/last_batch_mean"] = curve[0], curve[-1]
     else:
         trained, train_metrics, ctx.info["reward_curve"] = adapter.train_grpo_like(
             cfg.algorithm, out=str(scratch), settings=_grpo_settings(cfg, report_to, bf16, use_cpu),
