@@ -23,7 +23,11 @@ from rlexp.sandbox.splits import PromptRegistry, draw_task, draw_ties
 from rlexp.sandbox.users import PoleBalancer, SandboxUser, make_narrative, make_user
 
 PERSONALIZED_SIZES = {"eval": (120, 1), "train": (150, 2)}  # (users, prompts per user)
-GENERAL_SIZES = {"eval": 150, "train": 300}
+# 300 general eval prompts: the tiny policy's samples vary in gold on only ~1 prompt in 4 (mostly
+# constraints and safety), and at 150 prompts the general-vs-flipped Best-of-N order was a coin flip
+# (2 of 4 lineage/epoch pairs); at 300 the gap is ~2x its bootstrap s.e. The safety templates of
+# the downstream group allow ~360 eval prompts before the train split runs out of distinct ones.
+GENERAL_SIZES = {"eval": 300, "train": 300}
 GENERAL_MIX = {"fact": 0.25, "focus": 0.05, "math": 0.2, "constraints": 0.2, "safety": 0.2, "ties": 0.1}
 _COMBINE_EVERY = 3  # every third constraints prompt carries two constraints
 
