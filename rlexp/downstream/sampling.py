@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -192,6 +193,8 @@ def write_pool(
     tables = [pq.read_table(chunks_dir / f"chunk-{c:05d}.parquet") for c in range(n_chunks)]
     pool = work / "pool.parquet"
     pq.write_table(pa.concat_tables(tables), pool)
+    # The chunks only serve a resume; once joined they would double the pool's disk use.
+    shutil.rmtree(chunks_dir)
     return pool, {"chunks": n_chunks, "resumed_chunks": resumed}
 
 
