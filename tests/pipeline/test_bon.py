@@ -17,10 +17,11 @@ from tests.conftest import compose, env_with, rlexp_cmd
 SMALL = ["prompts.limit=48", "sampling.n=16", "n_boot=200"]
 
 
-def _bon(rid: str, prompts: str, *extra: str):
+def _bon(rid: str, prompts: str, *extra: str, every_prompt: bool = False):
     from rlexp.tasks import bon
 
-    return bon.run(compose("bon", f"rm={rid}", "model=tiny_llama", f"prompts={prompts}", *SMALL, *extra))
+    size = SMALL[1:] if every_prompt else SMALL
+    return bon.run(compose("bon", f"rm={rid}", "model=tiny_llama", f"prompts={prompts}", *size, *extra))
 
 
 def test_bon_gains_follow_rm_quality(world: Path, rms: dict[str, str]) -> None:
@@ -49,20 +50,13 @@ def test_bon_gains_follow_rm_quality(world: Path, rms: dict[str, str]) -> None:
 def test_general_rm_beats_flipped_on_general_prompts(world: Path, rms: dict[str, str]) -> None:
     # All 300 general evaluation prompts: the tiny policy's samples vary in gold on only about one
     # prompt in four, so a 48-prompt slice cannot order two RMs.
-    full = ["sampling.n=16", "n_boot=200", "profile=none"]
-    good = _bon_full(rms["llama_general"], *full).metrics
-    bad = _bon_full(rms["llama_flipped"], *full).metrics
+    good = _bon(rms["llama_general"], "general", "profile=none", every_prompt=True).metrics
+    bad = _bon(rms["llama_flipped"], "general", "profile=none", every_prompt=True).metrics
     print("general gain@16 general/flipped", good["curve"]["16"]["gain"], bad["curve"]["16"]["gain"])
     print("RM-gold agreement general/flipped", good["rm_gold_agreement"], bad["rm_gold_agreement"])
     assert good["prompts"] == bad["prompts"] == 300
     assert good["curve"]["16"]["gain"] > bad["curve"]["16"]["gain"]
     assert good["rm_gold_agreement"]["mean_spearman"] > 0 > bad["rm_gold_agreement"]["mean_spearman"]
-
-
-def _bon_full(rid: str, *extra: str):
-    from rlexp.tasks import bon
-
-    return bon.run(compose("bon", f"rm={rid}", "model=tiny_llama", "prompts=general", *extra))
 
 
 def test_gains_by_prompt_group_add_up(world: Path, rms: dict[str, str]) -> None:
