@@ -50,7 +50,7 @@ SCHEMA_VERSION = 1
 # Bump whenever the generator's output changes for the same (seed, difficulty): the data record's
 # id includes it, so a stored world from older code (and every RM, pool and score built on it) is
 # not silently reused after an upgrade.
-WORLD_VERSION = 2
+WORLD_VERSION = 3  # 3: flipped control holds the personal pairs too; 300 general eval prompts
 MANIFEST = "manifest.json"
 _STAGES = (
     "knowledge base",

@@ -149,6 +149,35 @@ def test_same_seed_gives_the_same_bytes(world: Loaded, tmp_path: Path) -> None:
         assert (again / rel).read_bytes() == (world.root / rel).read_bytes(), rel
 
 
+# The content digest of the seed-0 world of each WORLD_VERSION. A failure here means the
+# generator's output changed: bump WORLD_VERSION (so stored worlds are not reused) and pin the new
+# digest. Content, not bytes, so that a pyarrow upgrade alone does not trip it.
+WORLD_DIGESTS = {3: "d01cc9b961d59f697bd3ff5a076bb7f47ca7741f2b5b678365f937b43b0592f4"}
+
+
+def content_digest(root: Path, files: list[str]) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for rel in sorted(files):
+        path = root / rel
+        if rel.endswith(".parquet"):
+            body = json.dumps(pq.read_table(path).to_pylist(), sort_keys=True, default=str).encode()
+        else:
+            body = path.read_bytes()
+        h.update(f"{rel}\n".encode() + hashlib.sha256(body).digest())
+    return h.hexdigest()
+
+
+def test_generator_changes_bump_the_world_version(world: Loaded) -> None:
+    from rlexp.sandbox.materialise import WORLD_VERSION
+
+    digest = content_digest(world.root, list(world.manifest["files"]))
+    assert WORLD_DIGESTS.get(WORLD_VERSION) == digest, (
+        f"the sandbox's output changed (digest {digest}): bump WORLD_VERSION and pin the digest"
+    )
+
+
 def test_another_seed_gives_other_items(world: Loaded) -> None:
     knobs = knobs_for(0.5)
     kb = build_kb(1)
