@@ -19,7 +19,8 @@ N_RMS = 8
 
 def main() -> None:
     limit = int(sys.argv[1]) if len(sys.argv) > 1 else None
-    pool_args = [f"prompts.limit={limit}" if limit else "prompts.limit=null", "sampling.n=16", "n_boot=200"]
+    limit_arg = f"prompts.limit={limit or 'null'}"
+    pool_args = [limit_arg, "sampling.n=16", "n_boot=200"]
     use_root("bon")
     from rlexp.tasks import bon, sample, train_rm
 
@@ -39,15 +40,13 @@ def main() -> None:
     from rlexp.store import Store
 
     t0 = time.perf_counter()
-    cfg = compose("sample", "prompts=general", f"seed={run_seed + 1}", pool_args[0], "sampling.n=16")
+    cfg = compose("sample", "prompts=general", f"seed={run_seed + 1}", limit_arg, "sampling.n=16")
     pool = sample.run(cfg)
-    from rlexp.data.loaders import load_prompts
     from rlexp.downstream.pool_scoring import pool_matrix
-    from rlexp.tasks.data import resolve_ref
 
     store = Store(cfg.paths.store)
     # The same (question, sample) inputs bon scores, so only the plan differs.
-    prompts = load_prompts(resolve_ref("sandbox:prompts/general", cfg)[0], limit=limit)
+    prompts, _ = sample.load_prompt_set(cfg)
     texts, _ = pool_matrix(str(store.resolve(pool.artifacts["pool"])), prompts)
     inputs = [ScoreInput(p.prompt, t) for p, row in zip(prompts, texts, strict=True) for t in row]
     bcfg = compose("bon", "rm=x")
