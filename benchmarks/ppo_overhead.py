@@ -47,7 +47,7 @@ def main() -> None:
         policy, ref, value = models()
         args = adapter.ppo_config(f"/tmp/rlexp-bench-ppo-{name}", dict(SETTINGS))
         t0 = time.perf_counter()
-        _, _, metrics = adapter.train_ppo(args=args, tokenizer=tok, policy=policy, ref_policy=ref, value_model=value,
+        _, _, metrics, _ = adapter.train_ppo(args=args, tokenizer=tok, policy=policy, ref_policy=ref, value_model=value,
                                           reward_model=reward_model, dataset=dataset)
         return (time.perf_counter() - t0) / metrics["steps"], time.perf_counter() - t0
 

@@ -295,21 +295,21 @@ class BonConfig(SampleConfig):
 class PPOSettings:
     """TRL PPO settings rlexp owns (CPU-safe defaults); ``extra`` passes anything else to PPOConfig."""
 
-    learning_rate: float = 3e-5
+    learning_rate: float = 5e-5
     total_episodes: int = 256
     per_device_train_batch_size: int = 8
     gradient_accumulation_steps: int = 1
     num_mini_batches: int = 1
     num_ppo_epochs: int = 4
-    response_length: int = 48
-    temperature: float = 0.7
-    kl_coef: float = 0.05
+    response_length: int = 64  # conf/trainer/ppo.yaml ties it to sampling.max_new_tokens
+    temperature: float = 1.0  # ... and this to sampling.temperature
+    kl_coef: float = 0.0
     cliprange: float = 0.2
     vf_coef: float = 0.1
     cliprange_value: float = 0.2
-    lam: float = 0.95
+    lam: float = 1.0
     gamma: float = 1.0
-    missing_eos_penalty: float | None = 1.0
+    missing_eos_penalty: float | None = None
     local_rollout_forward_batch_size: int = 8
     save_steps: int = 0  # 0: no intermediate checkpoints
     logging_steps: int = 1

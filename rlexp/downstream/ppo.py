@@ -29,6 +29,10 @@ from rlexp.scoring.base import ScoreInput, Scorer, check_scorer
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 
+# TRL's per-update metrics kept in the record (W&B gets all of them).
+CURVE_KEYS = ("objective/scores", "objective/kl", "objective/entropy", "val/num_eos_tokens")
+
+
 @contextmanager
 def frozen_heap() -> Iterator[None]:
     """Exclude the objects that exist now from garbage collection while the block runs.
@@ -185,8 +189,13 @@ def train_ppo(
     dataset: Any,
     peft_config: Any = None,
     callbacks: list[Any] | None = None,
-) -> tuple[Any, Any, dict[str, Any]]:
-    """Run TRL's PPOTrainer; returns (trained policy, trained value model, final metrics)."""
+) -> tuple[Any, Any, dict[str, Any], dict[str, list[float]]]:
+    """Run TRL's PPOTrainer.
+
+    Returns (trained policy, trained value model, final metrics, per-update curves of
+    :data:`CURVE_KEYS`). The curves show at a glance whether a run learned or collapsed: a falling
+    ``objective/entropy`` with a flat ``objective/scores`` is a policy that has stopped exploring.
+    """
     from trl.experimental.ppo import PPOTrainer
 
     try:
@@ -211,11 +220,12 @@ def train_ppo(
     metrics = {k: float(v) for k, v in last.items() if isinstance(v, (int, float))}
     metrics["steps"] = int(trainer.state.global_step)
     metrics["episodes"] = int(trainer.state.episode)
+    curves = {k: [float(h[k]) for h in history if k in h] for k in CURVE_KEYS}
     model = trainer.accelerator.unwrap_model(trainer.model)
     policy_out = model.policy
     if hasattr(policy_out, "merge_and_unload"):
         policy_out = policy_out.merge_and_unload()
-    return policy_out, model.value_model, metrics
+    return policy_out, model.value_model, metrics, curves
 
 
 def train_grpo_like(

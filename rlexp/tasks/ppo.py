@@ -153,7 +153,7 @@ def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str
             settings["world_size"] = int(os.environ.get("WORLD_SIZE", "1"))
         args = adapter.ppo_config(str(scratch), settings)
         dataset = adapter.tokenise_prompts(tokenizer, train_prompts, cfg.sampling.profile_k)
-        trained, value_trained, train_metrics = adapter.train_ppo(
+        trained, value_trained, train_metrics, ctx.info["train_curves"] = adapter.train_ppo(
             args=args, tokenizer=tokenizer, policy=policy, ref_policy=ref_policy, value_model=value,
             reward_model=reward_model, dataset=dataset, peft_config=peft,
         )

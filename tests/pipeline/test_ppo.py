@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -102,6 +103,60 @@ def test_ppo_record_and_trained_policy(world: Path, rms: dict[str, str]) -> None
     assert learned.info["lineage_match"] is True and upper.info["rm"]["lineage"] is None
     pool = sample.run(compose("sample", f"policy={upper.id}", "prompts=personalized", "prompts.limit=8", "sampling.n=2"))
     assert pool.metrics["samples"] == 16
+
+
+class BulletedListReward:
+    """A verifiable, user-blind reward: 1 for a bulleted list (the sandbox format checker), else 0."""
+
+    name = "bulleted-list"
+
+    def __init__(self) -> None:
+        from rlexp.scoring.base import ScoreStats
+
+        self.stats = ScoreStats()
+
+    def score(self, items: list[Any]) -> np.ndarray:
+        from rlexp.sandbox.aspects import dimension_state
+
+        self.stats.items += len(items)
+        return np.asarray([float(dimension_state("format", it.response) == 0) for it in items])
+
+
+@pytest.mark.slow
+def test_default_ppo_settings_learn_an_easy_reward(world: Path) -> None:
+    """With `conf/trainer/ppo.yaml` as shipped, PPO raises a reward the policy can reach.
+
+    Guards the defaults against two failures measured on the sandbox: a missing-EOS penalty of 1.0
+    (13% of the tiny policy's samples run out of tokens) taught the policy to stop after a few
+    tokens, and a per-token KL penalty of 0.05 did the same once the bulleted answers grew long;
+    both drove this reward from about 0.4 to 0.
+    """
+    import copy
+
+    from rlexp.downstream import ppo as adapter
+    from rlexp.models.loading import load_causal_lm, load_reward_model, load_tokenizer
+    from rlexp.tasks.ppo import _settings
+    from rlexp.tasks.sample import load_prompt_set, resolve_policy
+
+    cfg = compose("ppo", "rm=judge:rubric", "model=tiny_llama", "prompts=personalized", "trainer.total_episodes=128")
+    policy_path, _, _ = resolve_policy(cfg)
+    prompts, _ = load_prompt_set(cfg, split="train")
+    tok = load_tokenizer(policy_path, padding_side="left")
+    reward = BulletedListReward()
+    module = adapter.reward_module(reward, tok, prompts, cfg.sampling.profile_k)
+    args = adapter.ppo_config(str(world / "ppo_easy_reward"), _settings(cfg, "none", bf16=False, use_cpu=True))
+    policy = load_causal_lm(policy_path)
+    value = load_reward_model(policy_path, init_head=True)
+    value.config.pad_token_id = tok.pad_token_id
+    _, _, metrics, curves = adapter.train_ppo(
+        args=args, tokenizer=tok, policy=policy, ref_policy=copy.deepcopy(policy), value_model=value,
+        reward_model=module, dataset=adapter.tokenise_prompts(tok, prompts, cfg.sampling.profile_k))
+    scores = curves["objective/scores"]
+    assert len(scores) == 16 and metrics["steps"] == 16
+    first, last = float(np.mean(scores[:4])), float(np.mean(scores[-4:]))
+    print("bulleted share of rollouts: first 4 updates", first, "last 4", last, "entropy", curves["objective/entropy"])
+    assert last >= first + 0.2 and last >= 0.7
+    assert np.mean(curves["val/num_eos_tokens"][-4:]) > 0  # still answers that end, not a run-on
 
 
 @pytest.mark.slow
