@@ -343,6 +343,17 @@ class CorrelateNDCGConfig:
 
 
 @dataclass
+class CorrelateHeadlineConfig:
+    """What page one of the report leads with, declared before the numbers are seen."""
+
+    # PRB profile mode of the headline PRB column; null = the mode the downstream RMs scored with.
+    prb_mode: str | None = None
+    # Data mixes whose RMs are controls (e.g. flipped labels): headline correlations are also
+    # reported without them.
+    controls: list[str] = field(default_factory=lambda: ["flipped"])
+
+
+@dataclass
 class CorrelateConfig(TaskBase):
     """`correlate`: which records to read (records | rms | select_experiment) and how to correlate them."""
 
@@ -355,6 +366,7 @@ class CorrelateConfig(TaskBase):
     n_boot: int = 1000
     boot_subsets: bool = False  # bootstrap CIs for RB2 subset / PRB domain columns too (slow)
     ndcg: CorrelateNDCGConfig = field(default_factory=CorrelateNDCGConfig)
+    headline: CorrelateHeadlineConfig = field(default_factory=CorrelateHeadlineConfig)
     alpha: float = 0.05
 
 

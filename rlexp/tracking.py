@@ -59,6 +59,14 @@ class Tracker:
 
             self.run.log({name: wandb.Table(columns=columns, data=rows)})
 
+    def images(self, images: Mapping[str, Path]) -> None:
+        """Log PNG files as W&B images under ``figures/<name>`` (shown in the run's media panel)."""
+        if self.run is None or not images:
+            return
+        import wandb
+
+        self.run.log({f"figures/{name}": wandb.Image(str(path)) for name, path in images.items()})
+
     def artifact(self, name: str, kind: str, path: Path, *, reference: bool = True) -> None:
         """Log files as a W&B artifact; large model files by reference (never uploaded from sweeps)."""
         if self.run is None:

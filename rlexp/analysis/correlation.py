@@ -8,6 +8,7 @@ resample either RMs (:func:`correlate`) or prompts (:func:`bootstrap_prompts`).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,15 @@ CORRELATION_METHODS: tuple[str, ...] = ("spearman", "kendall", "pearson")
 DEFAULT_NDCG_VARIANTS: tuple[tuple[str, str], ...] = tuple((r, g) for r in RELEVANCES for g in GAINS)
 #: Fewest items for which a correlation coefficient is reported.
 MIN_ITEMS = 3
+#: Fewest items for which a p-value is reported: below it even a perfect rank agreement is not
+#: significant (exact Spearman p = 0.083 at n = 4), so the p-value is withheld as "not testable".
+MIN_TESTABLE = 5
+#: Largest n whose Spearman p-value is exact (all n! pairings, 3.6M at n = 10); above it scipy's
+#: t-approximation, which is close by then.
+MAX_EXACT_SPEARMAN = 10
+#: Largest M whose NDCG null is enumerated (M! orders); above it NDCG_NULL_DRAWS random orders.
+MAX_EXACT_NDCG = 8
+NDCG_NULL_DRAWS = 10_000
 
 
 @dataclass
@@ -43,6 +53,11 @@ class Corr:
     note: str | None = None
     ci_low: float | None = None
     ci_high: float | None = None
+    #: NDCG only: the mean and the p-value (P[NDCG >= observed]) of NDCG under a uniformly random
+    #: order of the RMs, and the normalised NDCG (value - null_mean) / (1 - null_mean).
+    null_mean: float | None = None
+    null_p: float | None = None
+    normalised: float | None = None
 
     def __iter__(self) -> Iterator[float | None]:
         return iter((self.value, self.pvalue))
@@ -89,22 +104,93 @@ def _scipy_corr(name: str, x: Any, y: Any) -> Corr:
     value, pvalue = float(result.statistic), float(result.pvalue)
     if math.isnan(value):
         return Corr(name, None, None, int(xa.size), note="scipy returned NaN")
+    if xa.size < MIN_TESTABLE:
+        return Corr(name, value, None, int(xa.size), note=f"not testable (n={xa.size})")
+    if name == "spearman" and xa.size <= MAX_EXACT_SPEARMAN:
+        pvalue = spearman_exact_p(xa, ya)
     return Corr(name, value, None if math.isnan(pvalue) else pvalue, int(xa.size))
 
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> Corr:
-    """Spearman rho and its p-value (``scipy.stats.spearmanr``); undefined below 3 points or for constant input."""
+    """Spearman rho (``scipy.stats.spearmanr``) and its two-sided p-value.
+
+    The p-value is exact for n <= :data:`MAX_EXACT_SPEARMAN` (:func:`spearman_exact_p`), scipy's
+    t-approximation above, and withheld below :data:`MIN_TESTABLE` items (``note`` says "not
+    testable"). Undefined below 3 points or for constant input.
+    """
     return _scipy_corr("spearman", x, y)
 
 
 def kendall(x: Sequence[float], y: Sequence[float]) -> Corr:
-    """Kendall tau-b and its p-value (``scipy.stats.kendalltau``); undefined below 3 points or for constant input."""
+    """Kendall tau-b and its p-value (``scipy.stats.kendalltau``: exact without ties at small n).
+
+    No p-value below :data:`MIN_TESTABLE` items; undefined below 3 points or for constant input.
+    """
     return _scipy_corr("kendall", x, y)
 
 
 def pearson(x: Sequence[float], y: Sequence[float]) -> Corr:
-    """Pearson r and its p-value (``scipy.stats.pearsonr``); undefined below 3 points or for constant input."""
+    """Pearson r and its p-value (``scipy.stats.pearsonr``).
+
+    No p-value below :data:`MIN_TESTABLE` items; undefined below 3 points or for constant input.
+    """
     return _scipy_corr("pearson", x, y)
+
+
+# --------------------------------------------------------------------------------------------
+# exact permutation nulls
+# --------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=16)
+def _permutations(n: int) -> np.ndarray:
+    """Every permutation of ``range(n)`` as an ``[n!, n]`` int8 array (n <= 10: 36 MB at most).
+
+    Built by inserting the largest element at every position of the permutations of ``n - 1``,
+    which is far faster and leaner than materialising ``itertools.permutations`` tuples.
+    """
+    perms = np.zeros((1, 0), dtype=np.int8)
+    for k in range(n):
+        perms = np.concatenate([np.insert(perms, i, k, axis=1) for i in range(k + 1)])
+    perms.setflags(write=False)
+    return perms
+
+
+@functools.lru_cache(maxsize=256)
+def _spearman_null(x_ranks: tuple[float, ...], y_ranks: tuple[float, ...]) -> np.ndarray:
+    """Spearman rho over every pairing of two rank multisets (ties keep their average ranks)."""
+    x = np.asarray(x_ranks) - np.mean(x_ranks)
+    y = np.asarray(y_ranks) - np.mean(y_ranks)
+    norm = math.sqrt(float(x @ x) * float(y @ y))
+    perms = _permutations(len(x))
+    out = np.empty(len(perms))
+    for start in range(0, len(perms), 500_000):  # bounded temporaries at n = 10
+        out[start:start + 500_000] = y[perms[start:start + 500_000]] @ x
+    return out / norm
+
+
+def spearman_exact_p(x: Sequence[float], y: Sequence[float]) -> float:
+    """Two-sided exact permutation p-value of Spearman's rho (n <= :data:`MAX_EXACT_SPEARMAN`).
+
+    Every one of the n! pairings of the two samples is equally likely under independence; the
+    p-value is ``min(1, 2 * min(P[rho >= observed], P[rho <= observed]))`` over them, the convention
+    of ``scipy.stats.permutation_test`` (tested equal). Ties keep their average ranks. Examples:
+    perfect agreement gives 1/3 at n = 3 and 1/12 at n = 4; rho = 0.943 at n = 6 gives 1/60.
+
+    Raises:
+        DataError: mismatched lengths, non-finite values, or n outside [2, MAX_EXACT_SPEARMAN].
+    """
+    xa, ya = _pair(x, y)
+    if not 2 <= xa.size <= MAX_EXACT_SPEARMAN:
+        raise DataError(f"exact Spearman p needs 2..{MAX_EXACT_SPEARMAN} items, got {xa.size}")
+    rx, ry = stats.rankdata(xa), stats.rankdata(ya)
+    null = _spearman_null(tuple(sorted(rx)), tuple(sorted(ry)))
+    xc, yc = rx - rx.mean(), ry - ry.mean()
+    observed = float(xc @ yc) / math.sqrt(float(xc @ xc) * float(yc @ yc))
+    eps = 1e-12 * max(1.0, abs(observed))  # the same pairing recomputed may differ in the last bit
+    greater = float(np.mean(null >= observed - eps))
+    less = float(np.mean(null <= observed + eps))
+    return min(1.0, 2.0 * min(greater, less))
 
 
 # --------------------------------------------------------------------------------------------
@@ -200,6 +286,83 @@ def ndcg(
     return actual / ideal
 
 
+def _ndcg_gains(downstream: np.ndarray, relevance: str, gain: str) -> np.ndarray | None:
+    rel = _relevance(downstream, relevance)
+    if rel is None:
+        return None
+    with np.errstate(over="ignore"):
+        return rel if gain == "linear" else np.exp2(rel) - 1.0
+
+
+@dataclass(frozen=True)
+class NDCGNull:
+    """NDCG of a uniformly random order of the RMs: the chance level an observed NDCG is read against.
+
+    ``mean`` is exact: every RM is equally likely at every position, so E[DCG@K] = mean(gain) x
+    sum of the first K discounts. ``draws`` is the null distribution (every order for M <=
+    :data:`MAX_EXACT_NDCG`, else :data:`NDCG_NULL_DRAWS` seeded random orders), ``exact`` says which.
+    """
+
+    mean: float
+    draws: np.ndarray
+    exact: bool
+
+    def pvalue(self, observed: float) -> float:
+        """P[NDCG_random >= observed]; with random draws the (count + 1) / (draws + 1) estimate."""
+        count = int(np.sum(self.draws >= observed - 1e-12))
+        return count / len(self.draws) if self.exact else (count + 1) / (len(self.draws) + 1)
+
+    def quantile(self, q: float) -> float:
+        return float(np.quantile(self.draws, q))
+
+    def normalise(self, observed: float) -> float | None:
+        """(observed - mean) / (1 - mean): 0 at chance, 1 for the ideal order; None when the null is already 1."""
+        return None if self.mean >= 1.0 - 1e-12 else (observed - self.mean) / (1.0 - self.mean)
+
+
+@functools.lru_cache(maxsize=512)
+def _ndcg_null_cached(gains: tuple[float, ...], cutoff: int, seed: int) -> NDCGNull:
+    g = np.asarray(gains)
+    m = g.size
+    discounts = 1.0 / np.log2(np.arange(2, m + 2))
+    discounts[cutoff:] = 0.0
+    ideal = float(np.sort(g)[::-1] @ discounts)
+    mean = float(g.mean() * discounts.sum()) / ideal
+    if m <= MAX_EXACT_NDCG:
+        orders, exact = _permutations(m), True
+    else:
+        orders = np.argsort(np.random.default_rng(seed).random((NDCG_NULL_DRAWS, m)), axis=1)
+        exact = False
+    draws = (g[orders] @ discounts) / ideal
+    draws.setflags(write=False)
+    return NDCGNull(mean=mean, draws=draws, exact=exact)
+
+
+def ndcg_null(
+    downstream: Sequence[float], relevance: str = "rank", gain: str = "linear", k: int | None = None, seed: int = 0
+) -> NDCGNull | None:
+    """The chance level of :func:`ndcg` for these downstream scores (see :class:`NDCGNull`).
+
+    The null depends only on the downstream scores (through their gains) and the cutoff, not on
+    the benchmark, so one null serves every benchmark column. With rank relevance and linear gain
+    the mean is about 0.80 for 4 to 17 RMs (0.804 at M = 6). None where NDCG itself is undefined.
+
+    Raises:
+        ConfigError: unknown ``relevance``/``gain``.
+        DataError: empty or non-finite input, or negative raw relevance.
+    """
+    if relevance not in RELEVANCES or gain not in GAINS:
+        raise ConfigError(f"ndcg_null: unknown relevance/gain {relevance!r}/{gain!r}")
+    down = _vector(downstream, "downstream")
+    if down.size == 0:
+        raise DataError("ndcg_null: no items")
+    gains = _ndcg_gains(down, relevance, gain)
+    if gains is None or not np.all(np.isfinite(gains)) or float(np.sort(gains)[::-1][0]) <= 0.0:
+        return None
+    cutoff = down.size if k is None else min(int(k), down.size)
+    return _ndcg_null_cached(tuple(float(v) for v in gains), cutoff, int(seed))
+
+
 # --------------------------------------------------------------------------------------------
 # bootstrap
 # --------------------------------------------------------------------------------------------
@@ -255,8 +418,7 @@ def _statistics(methods: Sequence[str], variants: list[tuple[str, str, int | Non
             out.append((lambda x, y, _m=method: _scipy_corr(_m, x, y), lambda x, y, _m=method: _coefficient(_m, x, y)))
         elif method == "ndcg":
             for rel, g, k in variants:
-                full = _ndcg_corr(rel, g, k)
-                out.append((full, lambda x, y, _f=full: _f(x, y).value))
+                out.append((_ndcg_corr(rel, g, k), _ndcg_value(rel, g, k)))
         else:
             raise ConfigError(f"unknown correlation method {method!r} (expected spearman, kendall, pearson or ndcg)")
     return out
@@ -271,10 +433,27 @@ def _ndcg_corr(rel: str, g: str, k: int | None) -> Any:
         except DataError as err:
             # e.g. negative downstream scores with raw relevance: report, do not abort the table.
             return Corr(name, None, None, len(x), note=str(err))
-        note = None if value is not None else "ideal DCG is 0"
-        return Corr(name, value, None, len(x), note=note)
+        if value is None:
+            return Corr(name, None, None, len(x), note="ideal DCG is 0")
+        null = ndcg_null(y, rel, g, k)
+        if null is None:
+            return Corr(name, value, None, len(x))
+        return Corr(name, value, None, len(x), null_mean=null.mean, null_p=null.pvalue(value),
+                    normalised=null.normalise(value))
 
     return compute
+
+
+def _ndcg_value(rel: str, g: str, k: int | None) -> Any:
+    """NDCG alone for bootstrap replicates (no null: it would be recomputed per replicate)."""
+
+    def value(x: np.ndarray, y: np.ndarray) -> float | None:
+        try:
+            return ndcg(x, y, relevance=rel, gain=g, k=k)
+        except DataError:
+            return None
+
+    return value
 
 
 def _check_boot(n_boot: int, alpha: float) -> None:

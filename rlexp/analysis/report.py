@@ -23,12 +23,18 @@ from typing import Any
 
 import pandas as pd
 
-from rlexp.analysis.figures import FIGURES, all_figures
+from rlexp.analysis.appendices import (
+    downstream_section,
+    figures_section,
+    provenance_section,
+    reward_models_section,
+    subgroup_section,
+)
+from rlexp.analysis.correlation import MIN_TESTABLE
+from rlexp.analysis.figures import all_figures
+from rlexp.analysis.front_page import page_one
+from rlexp.analysis.markdown import markdown_table
 from rlexp.analysis.table import (
-    DESIGN_FACTORS,
-    downstream_columns,
-    main_benchmark_columns,
-    summary,
     without_attrs,
 )
 
@@ -55,17 +61,6 @@ def _num(v: Any, digits: int = 3) -> str:
 # ------------------------------------------------------------------------------------------------
 # Markdown / LaTeX writers (no tabulate / jinja2 needed)
 # ------------------------------------------------------------------------------------------------
-
-
-def _md_escape(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """A GitHub-flavoured Markdown table; ``|`` in cells is escaped."""
-    lines = ["| " + " | ".join(_md_escape(h) for h in headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -109,6 +104,10 @@ def _cell(row: pd.Series, *, with_p: bool = True, with_prompts: bool = True) -> 
         text += f" [{float(row['ci_low']):.2f}, {float(row['ci_high']):.2f}]"
     if with_p and not _nan(row["pvalue"]):
         text += f" p={float(row['pvalue']):.3g}"
+    elif with_p and str(row.name) in STAT_LABELS and int(row["n"]) < MIN_TESTABLE:
+        text += " (not testable)"
+    if with_p and not _nan(row.get("null_mean")):
+        text += f" chance {float(row['null_mean']):.2f} p={float(row['null_p']):.2g}"
     if with_prompts and not _nan(row.get("prompt_ci_low")) and not _nan(row.get("prompt_ci_high")):
         text += f" prompts [{float(row['prompt_ci_low']):.2f}, {float(row['prompt_ci_high']):.2f}]"
     return text
@@ -146,11 +145,12 @@ def _notes(corr: pd.DataFrame) -> list[str]:
     return out
 
 
-def correlations_markdown(corr: pd.DataFrame, settings: Mapping[str, Any], *, heading: str = "#") -> str:
+def correlations_markdown(corr: pd.DataFrame, settings: Mapping[str, Any], *, heading: str = "#",
+                          title: str = "Correlations: benchmark score vs downstream gain") -> str:
     stats = _stat_order(corr)
     headers = ["benchmark", "downstream", "n", *[STAT_LABELS.get(s, s) for s in stats]]
     parts = [
-        f"{heading} Correlations: benchmark score vs downstream gain",
+        f"{heading} {title}",
         "",
         _legend(settings),
         "",
@@ -209,206 +209,22 @@ def correlations_latex(corr: pd.DataFrame, settings: Mapping[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------------
 
 
-def _factor(v: Any) -> str:
-    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
-        v = v.item()
-    if _nan(v):
-        return "–"
-    return f"{v:g}" if isinstance(v, float) else str(v)
-
-
-def _rm_table(table: pd.DataFrame, context: Mapping[str, Any]) -> str:
-    varying = [f for f in DESIGN_FACTORS if f in (context.get("varying_factors") or {})]
-    cols = [*main_benchmark_columns(table.columns), *downstream_columns(table.columns),
-            *[c for c in table.columns if c.endswith("/lineage_match")]]
-    headers = ["RM", "id", *varying, *cols]
-    rows = []
-    for rm, r in table.iterrows():
-        rid = str(rm)
-        rows.append([r.get("label", rid), rid if len(rid) <= 16 else "…" + rid[-20:],
-                     *[_factor(r[f]) for f in varying],
-                     *[_num(r[c]) for c in cols]])
-    return markdown_table(headers, rows)
-
-
-def _headline(table: pd.DataFrame, corr: pd.DataFrame) -> str:
-    s = summary(table, corr)
-    nd = s.get("ndcg_variant") or "ndcg"
-    rows = []
-    for d, entry in s["settings"].items():
-        rb2 = entry.get("rb2/overall") or {}
-        prb = entry.get("best_prb") or {}
-        rows.append([d, _num(rb2.get("spearman")), _num(rb2.get("ndcg")), _num(rb2.get("n")),
-                     prb.get("column", "–"), _num(prb.get("spearman")), _num(prb.get("ndcg")), _num(prb.get("n"))])
-    if not rows:
-        return "No downstream gain column: nothing to correlate."
-    return markdown_table(["downstream", "RB2 ρ", f"RB2 {nd}", "n", "best PRB column", "PRB ρ", f"PRB {nd}", "n"], rows)
-
-
-def _friedman_cell(test: Mapping[str, Any] | None) -> str:
-    if not test or test.get("pvalue") is None:
-        return "n/a (needs 3 RMs and untied gains)"
-    return f"{_num(test['statistic'])} (p={float(test['pvalue']):.2g})"
-
-
-def _bon_differences_section(context: Mapping[str, Any]) -> list[str]:
-    """Whether the RMs' Best-of-N gains differ beyond prompt noise (paired bootstrap over prompts)."""
-    diffs = context.get("bon_differences") or {}
-    if not diffs:
-        return []
-    alpha = float((context.get("settings") or {}).get("alpha", 0.05))
-    lines = ["## Do Best-of-N gains differ across RMs?", "",
-             "Highest minus lowest gain on the shared prompts, with the CI of that difference when the "
-             "prompts are resampled (paired: every RM chose from the same pool), and how many RM pairs "
-             "differ beyond their paired CI. The highest and lowest are picked after the fact, so their "
-             "difference is biased upwards; the pair count is the fairer summary, read against chance: with "
-             f"no real differences about {100 * alpha:g}% of the pairs (alpha) would still be flagged. The "
-             "Friedman test (prompts as blocks, RMs as treatments) asks the question once for all RMs: a small "
-             "p-value says the RMs' per-prompt gains differ.", ""]
-    rows = []
-    for col, d in sorted(diffs.items()):
-        if "note" in d:
-            rows.append([col, "n/a", "n/a", "n/a", f"n/a ({d['note']})", "n/a", "n/a"])
-            continue
-        ci = d["difference_ci"]
-        rows.append([col, f"{d['best']['label']} {_num(d['best']['gain'])}", f"{d['worst']['label']} {_num(d['worst']['gain'])}",
-                     f"{_num(d['difference'])} [{_num(ci[0])}, {_num(ci[1])}]",
-                     f"{d['pairs_separated']} of {d['pairs']}", _friedman_cell(d.get("friedman")), d["prompts"]])
-    header = ["downstream", "highest", "lowest", "difference [CI]", "pairs differing", "Friedman χ² (p)", "prompts"]
-    lines += [markdown_table(header, rows), ""]
-    return lines
-
-
-def _bon_groups_section(context: Mapping[str, Any], table: pd.DataFrame) -> list[str]:
-    """Best-of-N gain@n per prompt group (general kind / personalized domain), one table per setting."""
-    groups = context.get("bon_groups") or {}
-    if not groups:
-        return []
-    labels = table["label"].to_dict() if "label" in table else {}
-    lines = ["## Best-of-N gain by prompt group", "",
-             "gain@n (n = samples per prompt) with its bootstrap CI over the group's prompts: where each "
-             "RM's gain comes from. RM–gold ρ: the mean within-prompt Spearman correlation of the RM's and "
-             "the gold judge's scores of the pool's samples, over the prompts where both vary (how many of "
-             "all prompts): how much of the RM's skill carries over to the policy's own samples.", ""]
-    for setting, by_rm in sorted(groups.items()):
-        names = sorted({g for v in by_rm.values() for g in v["groups"]})
-        sizes = {g: next(v["groups"][g]["prompts"] for v in by_rm.values() if g in v["groups"]) for g in names}
-        agreement = any(v.get("agreement") for v in by_rm.values())
-        rows = []
-        for rm, v in sorted(by_rm.items(), key=lambda kv: str(labels.get(kv[0], kv[0]))):
-            a = v.get("agreement")
-            cells = ([] if not agreement else
-                     ["–" if not a else f"{_num(a['mean_spearman'])} ({a['prompts']} of {a['total_prompts']})"])
-            for g in names:
-                c = v["groups"].get(g)
-                cells.append("–" if c is None else
-                             f"{_num(c['gain'])} [{_num(c['gain_ci'][0])}, {_num(c['gain_ci'][1])}]")
-            rows.append([labels.get(rm, rm), v.get("n"), *cells])
-        lines += [f"### {setting}", "",
-                  markdown_table(["RM", "n", *(["RM–gold ρ"] if agreement else []),
-                                  *(f"{g} ({sizes[g]} prompts)" for g in names)], rows), ""]
-    return lines
-
-
 def report_markdown(table: pd.DataFrame, corr: pd.DataFrame, context: Mapping[str, Any],
                     settings: Mapping[str, Any]) -> str:
-    n_ext = int(table["external"].astype(bool).sum()) if "external" in table else 0
-    by_task = context.get("records_by_task", {})
-    bench = context.get("columns", {}).get("benchmarks", [])
-    main = main_benchmark_columns(bench)
-    down = downstream_columns(table.columns)
-    lines = [
-        f"# Correlation study: {context.get('selection', '?')}",
-        "",
-        "## Summary",
-        "",
-        f"- **Reward models:** {len(table)} ({len(table) - n_ext} trained, {n_ext} external).",
-        f"- **Records read:** {', '.join(f'{t} {n}' for t, n in by_task.items()) or 'none'}"
-        f"{'; ' + str(len(context.get('duplicates', []))) + ' superseded duplicates' if context.get('duplicates') else ''}.",
-        f"- **Benchmark columns:** {', '.join(f'`{c}`' for c in main) or 'none'}"
-        f" (+{len(bench) - len(main)} subset/domain columns).",
-        "- **Data ids** (benchmark data; BoN/PPO sample pools): "
-        + ("; ".join(f"{k}: `{', '.join(v)}`" for k, v in (context.get("data_ids") or {}).items()) or "none")
-        + ".",
-        f"- **Downstream columns:** {', '.join(f'`{c}`' for c in down) or 'none'}"
-        + (f" (BoN k: {', '.join(f'{s} k={k}' for s, k in context.get('k', {}).items())})" if context.get("k") else "")
-        + ".",
-        f"- **Statistics:** Spearman ρ, Kendall τ-b, Pearson r (with p-values), NDCG "
-        f"{', '.join(settings.get('ndcg_names', []))}; "
-        + (f"{100 * (1 - float(settings.get('alpha', 0.05))):g}% bootstrap CIs over RMs ({settings['n_boot']} "
-           f"resamples, seed {settings.get('seed', 0)}) and over prompts for BoN gains."
-           if settings.get("n_boot") else "no bootstrap CIs (n_boot=0)."),
-    ]
-    for w in context.get("warnings", []):
-        lines.append(f"- **Warning:** {w}")
-    lines += ["", "### Headline", "", _headline(table, corr), "",
-              "## Reward models", "", _rm_table(table, context), "",
-              "Full table (every RB2 subset and PRB domain, all factors): [table.csv](table.csv).", ""]
-
-    lines += ["## What differs between RMs", ""]
-    varying = context.get("varying_factors") or {}
-    constant = context.get("constant_factors") or {}
-    if varying:
-        lines += [f"- **{f}** varies: {', '.join(str(v) for v in vals)}" for f, vals in varying.items()]
-    else:
-        lines.append("- No training factor varies between the trained RMs.")
-    if constant:
-        lines.append("- Shared by all trained RMs: " + ", ".join(f"{f}={v}" for f, v in constant.items()))
-    if n_ext:
-        lines.append(f"- {n_ext} external RM(s) (no train_rm record): factors unknown.")
-    lines.append("")
-
-    body = correlations_markdown(corr, settings, heading="##")
+    """The whole report: page one (answer first), then appendices A-F (details and provenance)."""
+    lines = page_one(table, context)
+    lines += ["---", "", "# Appendices", "",
+              "A. Correlations of every benchmark column · B. Headline pairs without controls, within each data "
+              "mix and per seed · C. Reward models · D. Downstream detail · E. Figures · F. Provenance", ""]
+    body = correlations_markdown(corr, settings, heading="##", title="A. Correlations: every benchmark column")
     lines += [body, "Machine-readable: [correlations.csv](correlations.csv); LaTeX: [correlations.tex](correlations.tex).", ""]
-
-    uppers = context.get("upper_bounds") or []
-    lines += ["## Upper bounds (judge rewards, excluded from correlations)", ""]
-    if uppers:
-        lines.append(markdown_table(
-            ["setting", "reward", "gain", "CI", "gold before", "gold after", "record"],
-            [[u["setting"], u["rm"], _num(u["gain"]), f"[{_num(u['gain_ci'][0])}, {_num(u['gain_ci'][1])}]",
-              _num(u.get("gold_before")), _num(u.get("gold_after")), u["id"]] for u in uppers],
-        ))
-    else:
-        lines.append("None in this study.")
-    lines.append("")
-
-    lines += _bon_differences_section(context)
-    lines += _bon_groups_section(context, table)
-
-    lines += ["## Figures", ""]
-    captions = {
-        "fig_scatter": "Benchmark score vs downstream gain (one panel per main benchmark and downstream setting; "
-                       "dashed: least-squares line).",
-        "fig_ndcg_bars": "Spearman ρ and NDCG of each main benchmark, per downstream setting (error bars: bootstrap CI).",
-        "fig_subset_pearson": "Pearson r of RB2 overall and each RB2 subset, per downstream setting.",
-        "fig_bon_curves": "Gold score of Best-of-N@k per RM, with the oracle and first-k curves.",
-        "fig_ppo_lineage": "Benchmark score vs PPO gain, coloured by lineage match with the policy "
-                           "(dashed lines: judge-reward upper bounds).",
-    }
-    for name in FIGURES:
-        lines += [f"### {name}", "", captions[name], "", f"![{name}]({name}.png)", "", f"PDF: [{name}.pdf]({name}.pdf)", ""]
-
-    lines += ["## Records used", ""]
-    recs = context.get("records") or []
-    labels = table["label"].to_dict() if "label" in table else {}
-    lines.append(markdown_table(
-        ["id", "task", "RM", "status", "settings"],
-        [[r["id"], r["task"], labels.get(r.get("rm"), r.get("rm") or "–"), r["status"],
-          ", ".join(f"{k}={v}" for k, v in (r.get("settings") or {}).items())] for r in recs],
-    ))
-    dups = context.get("duplicates") or []
-    lines += ["", "### Duplicates (several records for one cell; the most recent is used)", ""]
-    if dups:
-        lines.append(markdown_table(["RM", "column", "used", "superseded"],
-                                    [[labels.get(d["rm"], d["rm"]), d["column"], d["used"], d["superseded"]] for d in dups]))
-    else:
-        lines.append("None.")
-    lines += ["", "## Missing", ""]
-    missing = context.get("missing") or []
-    lines += [f"- {m}" for m in missing] if missing else ["Nothing: every RM has every benchmark and downstream result."]
-    lines.append("")
+    lines += subgroup_section(context)
+    lines += reward_models_section(table, context)
+    lines += downstream_section(table, context)
+    lines += figures_section()
+    lines += provenance_section(table, context, settings)
     return "\n".join(lines)
+
 
 
 # ------------------------------------------------------------------------------------------------
@@ -458,9 +274,22 @@ def render_documents(out_dir: Path, table: pd.DataFrame, corr: pd.DataFrame, con
     return paths
 
 
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("rlexp", "torch", "transformers", "trl", "numpy", "scipy", "pandas"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
 def write_outputs(out_dir: Path, table: pd.DataFrame, corr: pd.DataFrame, settings: Mapping[str, Any]) -> dict[str, Path]:
     """Every output of a correlation study into ``out_dir``; returns name -> path."""
     settings = {**settings, "ndcg_names": [s for s in _stat_order(corr) if str(s).startswith("ndcg")]}
+    table.attrs.setdefault("context", {}).setdefault("versions", _versions())
     paths = write_tables(out_dir, table, corr, settings)
     context = {**table.attrs.get("context", {}), "settings": settings}
     paths.update(render_documents(out_dir, table, corr, context))

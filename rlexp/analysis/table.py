@@ -348,6 +348,7 @@ def build_table(
     cells: dict[tuple[str, str], list[Record]] = defaultdict(list)
     upper: list[Record] = []
     seen_modes: set[str] = set()
+    downstream_modes: set[str] = set()  # the profile modes the RMs scored with downstream
     policies: dict[str, set[str | None]] = defaultdict(set)
     for rec in collection.results:
         rm = rm_of(rec)
@@ -367,6 +368,7 @@ def build_table(
         if rm.startswith(JUDGE_PREFIX):
             upper.append(rec)
             continue
+        downstream_modes.add(_profile_mode(rec))
         policies[group].add(_policy(rec))
         cells[(rm, group)].append(rec)
     for mode in modes or []:
@@ -448,6 +450,7 @@ def build_table(
     curves: dict[str, dict[str, Any]] = defaultdict(dict)
     per_prompt: dict[str, dict[str, str]] = defaultdict(dict)
     ppo_ci: dict[str, dict[str, list[float | None]]] = defaultdict(dict)
+    gain_ci: dict[str, dict[str, list[float | None]]] = defaultdict(dict)  # every gain column's per-RM prompt CI
     bon_groups: dict[str, dict[str, Any]] = defaultdict(dict)  # setting -> RM -> gain@n per prompt group
     for rm in rms:
         rows[rm].update(_factors(collection.rm_records.get(rm)))
@@ -477,6 +480,7 @@ def build_table(
             else:
                 row[f"{group}/gain@{kk}"] = _num(point.get("gain"))
                 row[f"{group}/ngain@{kk}"] = _num(point.get("normalised_gain"))
+                gain_ci[f"{group}/gain@{kk}"][rm] = [_score(v) for v in list(point.get("gain_ci") or [None, None])[:2]]
             ks = _curve_ks(rec)
             curve = rec.metrics.get("curve") or {}
             curves[group][rm] = {
@@ -500,7 +504,7 @@ def build_table(
             match = rec.info.get("lineage_match")
             row[f"{group}/lineage_match"] = None if match is None else bool(match)
             ci = rec.metrics.get("gain_ci") or [None, None]
-            ppo_ci[f"{group}/gain"][rm] = [_score(v) for v in list(ci)[:2]]
+            ppo_ci[f"{group}/gain"][rm] = gain_ci[f"{group}/gain"][rm] = [_score(v) for v in list(ci)[:2]]
 
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "rm_id"
@@ -532,6 +536,7 @@ def build_table(
         "records_by_task": collection.by_task(),
         "k": k_of,
         "profile_modes": sorted(seen_modes if modes is None else set(modes) & seen_modes),
+        "downstream_profile_modes": sorted(downstream_modes),
         "columns": {
             "factors": list(FACTORS),
             "benchmarks": bench,
@@ -549,6 +554,7 @@ def build_table(
         "curves": dict(curves),
         "per_prompt": dict(per_prompt),
         "ppo_ci": dict(ppo_ci),
+        "gain_ci": dict(gain_ci),
         "bon_groups": dict(bon_groups),
         "records": [_describe(r, used) for r in collection.records],
     }
@@ -671,7 +677,7 @@ def _describe(rec: Record, used: set[str]) -> dict[str, Any]:
 
 CORR_COLUMNS: tuple[str, ...] = (
     "benchmark", "downstream", "statistic", "value", "pvalue", "ci_low", "ci_high",
-    "prompt_ci_low", "prompt_ci_high", "n", "n_boot", "main", "note",
+    "prompt_ci_low", "prompt_ci_high", "null_mean", "null_p", "normalised", "n", "n_boot", "main", "note",
 )
 
 
@@ -776,12 +782,21 @@ def correlation_table(
                     "value": value, "pvalue": pvalue, "ci_low": lo, "ci_high": hi,
                     "prompt_ci_low": pc.ci_low if pc is not None and value is not None else None,
                     "prompt_ci_high": pc.ci_high if pc is not None and value is not None else None,
+                    **_null_cells(corr, value),
                     "n": n, "n_boot": boot, "main": b in main, "note": note,
                 })
     out = pd.DataFrame(rows, columns=list(CORR_COLUMNS))
-    for col in ("value", "pvalue", "ci_low", "ci_high", "prompt_ci_low", "prompt_ci_high"):
+    for col in ("value", "pvalue", "ci_low", "ci_high", "prompt_ci_low", "prompt_ci_high", "null_mean", "null_p",
+                "normalised"):
         out[col] = out[col].astype(object).where(out[col].notna(), None)
     return out
+
+
+def _null_cells(corr: Any, value: float | None) -> dict[str, float | None]:
+    """NDCG's chance level (mean, p) and normalised value; None for the other statistics."""
+    if value is None:
+        return {"null_mean": None, "null_p": None, "normalised": None}
+    return {"null_mean": corr.null_mean, "null_p": corr.null_p, "normalised": corr.normalised}
 
 
 def bon_gain_differences(
@@ -825,9 +840,12 @@ def bon_gain_differences(
     return out
 
 
-def summary(table: pd.DataFrame, corr: pd.DataFrame) -> dict[str, Any]:
+def summary(table: pd.DataFrame, corr: pd.DataFrame, prb_column: str | None = None) -> dict[str, Any]:
     """Compact record metrics: per downstream gain column, Spearman and NDCG of rb2/overall and of
-    the PRB accuracy column with the highest Spearman; plus counts."""
+    the declared headline PRB column (``prb_column``; None = the first PRB accuracy column); plus counts.
+
+    The PRB column is never chosen by its result: picking the best of several after the fact
+    overstates how well PRB predicts."""
     context = table.attrs.get("context", {})
     table = without_attrs(table)
     ndcg_names = [s for s in corr["statistic"].unique() if str(s).startswith("ndcg")] if len(corr) else []
@@ -851,11 +869,9 @@ def summary(table: pd.DataFrame, corr: pd.DataFrame) -> dict[str, Any]:
             entry["rb2/overall"] = {"spearman": stat("rb2/overall", d, "spearman"), "ndcg": stat("rb2/overall", d, ndcg_name),
                                     "n": n_of("rb2/overall", d)}
         if prb_cols:
-            scored = [(stat(c, d, "spearman"), c) for c in prb_cols]
-            defined = [t for t in scored if t[0] is not None]
-            best = max(defined)[1] if defined else prb_cols[0]
-            entry["best_prb"] = {"column": best, "spearman": stat(best, d, "spearman"), "ndcg": stat(best, d, ndcg_name),
-                                 "n": n_of(best, d)}
+            col = prb_column if prb_column in prb_cols else prb_cols[0]
+            entry["prb"] = {"column": col, "spearman": stat(col, d, "spearman"), "ndcg": stat(col, d, ndcg_name),
+                            "n": n_of(col, d)}
         settings[d] = entry
     downstream = downstream_columns(table.columns)
     return {

@@ -54,18 +54,27 @@ def _settings(cfg: DictConfig) -> dict[str, Any]:
     if bad:
         raise ConfigError(f"profile_modes has {bad[0]!r}; expected some of {', '.join(PROFILE_MODES)}")
     variants = ndcg_variants(_list(cfg.ndcg.relevance) or [], _list(cfg.ndcg.gain) or [], cfg.ndcg.cutoff)
+    prb_mode = cfg.headline.prb_mode
+    if prb_mode is not None and str(prb_mode) not in PROFILE_MODES:
+        raise ConfigError(f"headline.prb_mode is {prb_mode!r}; expected one of {', '.join(PROFILE_MODES)} or null")
     return {"n_boot": int(cfg.n_boot), "alpha": float(cfg.alpha), "seed": int(cfg.seed), "k": cfg.k,
-            "profile_modes": modes, "boot_subsets": bool(cfg.boot_subsets), "ndcg": variants}
+            "profile_modes": modes, "boot_subsets": bool(cfg.boot_subsets), "ndcg": variants,
+            "headline_prb_mode": None if prb_mode is None else str(prb_mode),
+            "controls": _list(cfg.headline.controls) or []}
 
 
 def _correlate(ctx: RunContext, table: Any, settings: dict[str, Any]) -> dict[str, Any]:
+    from rlexp.analysis.headline import summarise
     from rlexp.analysis.report import write_outputs
     from rlexp.analysis.table import bon_gain_differences, correlation_table, summary
 
     corr = correlation_table(table, n_boot=settings["n_boot"], alpha=settings["alpha"], seed=settings["seed"],
                              ndcg=settings["ndcg"], boot_subsets=settings["boot_subsets"])
     differences = bon_gain_differences(table, n_boot=settings["n_boot"], alpha=settings["alpha"], seed=settings["seed"])
-    table.attrs.setdefault("context", {})["bon_differences"] = differences
+    context = table.attrs.setdefault("context", {})
+    context["bon_differences"] = differences
+    context["headline"] = headline = summarise(table, corr, context, prb_mode=settings["headline_prb_mode"],
+                                               controls=settings["controls"], alpha=settings["alpha"])
     paths = write_outputs(ctx.work_dir, table, corr, {k: v for k, v in settings.items() if k != "ndcg"})
     for name, path in paths.items():
         ctx.add_artifact(name, path)
@@ -77,10 +86,14 @@ def _correlate(ctx: RunContext, table: Any, settings: dict[str, Any]) -> dict[st
     for path in figures:
         ctx.tracker.artifact(f"correlate-{ctx.rid}-{path.name}", "figure", path, reference=False)
     ctx.tracker.artifact(f"correlate-{ctx.rid}-report", "report", paths["report"], reference=False)
+    ctx.tracker.images({p.stem: p for p in figures if p.suffix == ".png"})
     context = table.attrs.get("context", {})
     ctx.info.update({"selection": context.get("selection"), "duplicates": context.get("duplicates", []),
                      "missing": context.get("missing", []), "warnings": context.get("warnings", [])})
-    return {**summary(table, corr), "bon_differences": differences}
+    prb_column = next((b for b in headline["spec"]["benchmarks"] if b.startswith("prb/")), None)
+    return {**summary(table, corr, prb_column), "bon_differences": differences,
+            "headline": [{k: r[k] for k in ("benchmark", "downstream", "n", "spearman", "pvalue", "ndcg",
+                                            "ndcg_normalised", "ndcg_null_p", "verdict")} for r in headline["rows"]]}
 
 
 def run(cfg: DictConfig) -> Record:

@@ -1,0 +1,234 @@
+"""The report's appendices: subgroup correlations, reward models, downstream detail, figures and
+provenance (record ids, data ids, library versions). Page one is :mod:`rlexp.analysis.front_page`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from rlexp.analysis.figures import FIGURES
+from rlexp.analysis.markdown import markdown_table
+from rlexp.analysis.table import DESIGN_FACTORS, downstream_columns, main_benchmark_columns
+
+
+def _nan(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _num(v: Any, digits: int = 3) -> str:
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        v = v.item()  # numpy scalar
+    if _nan(v):
+        return "n/a"
+    if isinstance(v, bool):
+        return str(v)
+    if isinstance(v, (int, float)):
+        return f"{float(v):.{digits}f}" if isinstance(v, float) else str(v)
+    return str(v)
+
+
+def _factor(v: Any) -> str:
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        v = v.item()
+    if _nan(v):
+        return "–"
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _rm_table(table: pd.DataFrame, context: Mapping[str, Any]) -> str:
+    varying = [f for f in DESIGN_FACTORS if f in (context.get("varying_factors") or {})]
+    cols = [*main_benchmark_columns(table.columns), *downstream_columns(table.columns),
+            *[c for c in table.columns if c.endswith("/lineage_match")]]
+    headers = ["RM", "id", *varying, *cols]
+    rows = []
+    for rm, r in table.iterrows():
+        rid = str(rm)
+        rows.append([r.get("label", rid), rid if len(rid) <= 16 else "…" + rid[-20:],
+                     *[_factor(r[f]) for f in varying],
+                     *[_num(r[c]) for c in cols]])
+    return markdown_table(headers, rows)
+
+
+def _friedman_cell(test: Mapping[str, Any] | None) -> str:
+    if not test or test.get("pvalue") is None:
+        return "n/a (needs 3 RMs and untied gains)"
+    return f"{_num(test['statistic'])} (p={float(test['pvalue']):.2g})"
+
+
+def _bon_differences_section(context: Mapping[str, Any]) -> list[str]:
+    """Whether the RMs' Best-of-N gains differ beyond prompt noise (paired bootstrap over prompts)."""
+    diffs = context.get("bon_differences") or {}
+    if not diffs:
+        return []
+    alpha = float((context.get("settings") or {}).get("alpha", 0.05))
+    lines = ["### Do Best-of-N gains differ across RMs?", "",
+             "Highest minus lowest gain on the shared prompts, with the CI of that difference when the "
+             "prompts are resampled (paired: every RM chose from the same pool), and how many RM pairs "
+             "differ beyond their paired CI. The highest and lowest are picked after the fact, so their "
+             "difference is biased upwards; the pair count is the fairer summary, read against chance: with "
+             f"no real differences about {100 * alpha:g}% of the pairs (alpha) would still be flagged. The "
+             "Friedman test (prompts as blocks, RMs as treatments) asks the question once for all RMs: a small "
+             "p-value says the RMs' per-prompt gains differ.", ""]
+    rows = []
+    for col, d in sorted(diffs.items()):
+        if "note" in d:
+            rows.append([col, "n/a", "n/a", "n/a", f"n/a ({d['note']})", "n/a", "n/a"])
+            continue
+        ci = d["difference_ci"]
+        rows.append([col, f"{d['best']['label']} {_num(d['best']['gain'])}", f"{d['worst']['label']} {_num(d['worst']['gain'])}",
+                     f"{_num(d['difference'])} [{_num(ci[0])}, {_num(ci[1])}]",
+                     f"{d['pairs_separated']} of {d['pairs']}", _friedman_cell(d.get("friedman")), d["prompts"]])
+    header = ["downstream", "highest", "lowest", "difference [CI]", "pairs differing", "Friedman χ² (p)", "prompts"]
+    lines += [markdown_table(header, rows), ""]
+    return lines
+
+
+def _bon_groups_section(context: Mapping[str, Any], table: pd.DataFrame) -> list[str]:
+    """Best-of-N gain@n per prompt group (general kind / personalized domain), one table per setting."""
+    groups = context.get("bon_groups") or {}
+    if not groups:
+        return []
+    labels = table["label"].to_dict() if "label" in table else {}
+    lines = ["### Best-of-N gain by prompt group", "",
+             "gain@n (n = samples per prompt) with its bootstrap CI over the group's prompts: where each "
+             "RM's gain comes from. RM–gold ρ: the mean within-prompt Spearman correlation of the RM's and "
+             "the gold judge's scores of the pool's samples, over the prompts where both vary (how many of "
+             "all prompts): how much of the RM's skill carries over to the policy's own samples.", ""]
+    for setting, by_rm in sorted(groups.items()):
+        names = sorted({g for v in by_rm.values() for g in v["groups"]})
+        sizes = {g: next(v["groups"][g]["prompts"] for v in by_rm.values() if g in v["groups"]) for g in names}
+        agreement = any(v.get("agreement") for v in by_rm.values())
+        rows = []
+        for rm, v in sorted(by_rm.items(), key=lambda kv: str(labels.get(kv[0], kv[0]))):
+            a = v.get("agreement")
+            cells = ([] if not agreement else
+                     ["–" if not a else f"{_num(a['mean_spearman'])} ({a['prompts']} of {a['total_prompts']})"])
+            for g in names:
+                c = v["groups"].get(g)
+                cells.append("–" if c is None else
+                             f"{_num(c['gain'])} [{_num(c['gain_ci'][0])}, {_num(c['gain_ci'][1])}]")
+            rows.append([labels.get(rm, rm), v.get("n"), *cells])
+        lines += [f"#### {setting}", "",
+                  markdown_table(["RM", "n", *(["RM–gold ρ"] if agreement else []),
+                                  *(f"{g} ({sizes[g]} prompts)" for g in names)], rows), ""]
+    return lines
+
+
+
+def subgroup_section(context: Mapping[str, Any]) -> list[str]:
+    """Appendix B: each headline pair without the controls, within each data mix and per seed."""
+    headline = context.get("headline") or {}
+    groups = [g for g in headline.get("subgroups") or [] if g["scope"] != "all"]
+    lines = ["## B. Headline pairs without controls, within each data mix, per seed", "",
+             "A correlation across working and broken (control) RMs says little about ranking working ones, and one "
+             "that holds only across data mixes may reflect the mix rather than the benchmark. Spearman ρ, exact p "
+             "where n ≤ 10, verdict as on page one.", ""]
+    if not groups:
+        return [*lines, "No subgroup: the study has no control RMs, one data mix and one seed.", ""]
+    rows = [[f"`{g['benchmark']}`", f"`{g['downstream']}`", g["scope"], g["n"], _num(g["spearman"]),
+             _num(g["pvalue"]) if g["n"] >= 5 else "not testable", g["verdict"]] for g in groups]
+    lines += [markdown_table(["benchmark", "downstream", "RMs", "n", "Spearman ρ", "p", "verdict"], rows), ""]
+    spread = {c: v for c, v in (headline.get("seed_spread") or {}).items() if v.get("sd") is not None}
+    if spread:
+        lines += ["Seed-to-seed SD (pooled over configurations trained with several seeds):", "",
+                  markdown_table(["column", "SD", "configurations", "seeds"],
+                                 [[f"`{c}`", _num(v["sd"], 4), v["configs"], v["seeds"]] for c, v in spread.items()]), ""]
+    return lines
+
+
+def reward_models_section(table: pd.DataFrame, context: Mapping[str, Any]) -> list[str]:
+    """Appendix C: the RM table and what differs between the RMs."""
+    lines = ["## C. Reward models", "", _rm_table(table, context), "",
+             "Full table (every RB2 subset and PRB domain, all factors): [table.csv](table.csv).", "",
+             "What differs between RMs:", ""]
+    n_ext = int(table["external"].astype(bool).sum()) if "external" in table else 0
+    varying = context.get("varying_factors") or {}
+    constant = context.get("constant_factors") or {}
+    if varying:
+        lines += [f"- **{f}** varies: {', '.join(str(v) for v in vals)}" for f, vals in varying.items()]
+    else:
+        lines.append("- No training factor varies between the trained RMs.")
+    if constant:
+        lines.append("- Shared by all trained RMs: " + ", ".join(f"{f}={v}" for f, v in constant.items()))
+    if n_ext:
+        lines.append(f"- {n_ext} external RM(s) (no train_rm record): factors unknown.")
+    return [*lines, ""]
+
+
+def downstream_section(table: pd.DataFrame, context: Mapping[str, Any]) -> list[str]:
+    """Appendix D: judge-reward upper bounds, whether BoN gains differ, BoN gains per prompt group."""
+    uppers = context.get("upper_bounds") or []
+    lines = ["## D. Downstream detail", "", "### Upper bounds (judge rewards, excluded from correlations)", ""]
+    if uppers:
+        lines.append(markdown_table(
+            ["setting", "reward", "gain", "CI", "gold before", "gold after", "record"],
+            [[u["setting"], u["rm"], _num(u["gain"]), f"[{_num(u['gain_ci'][0])}, {_num(u['gain_ci'][1])}]",
+              _num(u.get("gold_before")), _num(u.get("gold_after")), u["id"]] for u in uppers],
+        ))
+    else:
+        lines.append("None in this study.")
+    lines.append("")
+    return lines + _bon_differences_section(context) + _bon_groups_section(context, table)
+
+
+CAPTIONS = {
+    "fig_scatter": "Benchmark score vs downstream gain, one panel per main benchmark and downstream setting (colour: "
+                   "data mix; marker: lineage; error bars: the gain's CI over prompts; dashed: least-squares line).",
+    "fig_ndcg_bars": "Spearman ρ and NDCG of each main benchmark, per downstream setting (error bars: bootstrap CI; "
+                     "grey band: the 5-95% range of NDCG under a random order of the RMs, tick: its mean).",
+    "fig_subset_pearson": "Pearson r of RB2 overall and each RB2 subset, per downstream setting.",
+    "fig_bon_curves": "Gold score of Best-of-N@k per RM (colour: data mix; marker: lineage; line style: other "
+                      "factors), with the oracle and first-k curves.",
+    "fig_ppo_lineage": "Benchmark score vs PPO gain, coloured by lineage match with the policy "
+                       "(dashed lines: judge-reward upper bounds).",
+}
+
+
+def figures_section() -> list[str]:
+    """Appendix E: every figure, PNG inline and PDF linked."""
+    lines = ["## E. Figures", ""]
+    for name in FIGURES:
+        lines += [f"### {name}", "", CAPTIONS[name], "", f"![{name}]({name}.png)", "", f"PDF: [{name}.pdf]({name}.pdf)", ""]
+    return lines
+
+
+def provenance_section(table: pd.DataFrame, context: Mapping[str, Any], settings: Mapping[str, Any]) -> list[str]:
+    """Appendix F: what was read (selection, records, data ids), statistics settings, versions."""
+    by_task = context.get("records_by_task", {})
+    lines = [
+        "## F. Provenance", "",
+        f"- **Selection:** {context.get('selection', '?')}",
+        f"- **Records read:** {', '.join(f'{t} {n}' for t, n in by_task.items()) or 'none'}"
+        f"{'; ' + str(len(context.get('duplicates', []))) + ' superseded duplicates' if context.get('duplicates') else ''}.",
+        "- **Data ids** (benchmark data; BoN/PPO sample pools): "
+        + ("; ".join(f"{k}: `{', '.join(v)}`" for k, v in (context.get("data_ids") or {}).items()) or "none") + ".",
+        (f"- **BoN k:** {', '.join(f'{s} k={k}' for s, k in context.get('k', {}).items())}" if context.get("k") else "- **BoN k:** none"),
+        f"- **Statistics:** Spearman ρ, Kendall τ-b, Pearson r, NDCG {', '.join(settings.get('ndcg_names', []))}; "
+        + (f"{100 * (1 - float(settings.get('alpha', 0.05))):g}% bootstrap CIs over RMs ({settings.get('n_boot')} "
+           f"resamples, seed {settings.get('seed', 0)}) and over prompts for BoN gains."
+           if settings.get("n_boot") else "no bootstrap CIs (n_boot=0)."),
+        "- **Versions:** " + (", ".join(f"{k} {v}" for k, v in (context.get("versions") or {}).items()) or "unknown"),
+    ]
+    lines += [f"- **Warning:** {w}" for w in context.get("warnings", [])]
+    recs = context.get("records") or []
+    labels = table["label"].to_dict() if "label" in table else {}
+    lines += ["", "### Records used", "", markdown_table(
+        ["id", "task", "RM", "status", "settings"],
+        [[r["id"], r["task"], labels.get(r.get("rm"), r.get("rm") or "–"), r["status"],
+          ", ".join(f"{k}={v}" for k, v in (r.get("settings") or {}).items())] for r in recs],
+    )]
+    dups = context.get("duplicates") or []
+    lines += ["", "### Duplicates (several records for one cell; the most recent is used)", ""]
+    if dups:
+        lines.append(markdown_table(["RM", "column", "used", "superseded"],
+                                    [[labels.get(d["rm"], d["rm"]), d["column"], d["used"], d["superseded"]] for d in dups]))
+    else:
+        lines.append("None.")
+    lines += ["", "### Missing", ""]
+    missing = context.get("missing") or []
+    lines += [f"- {m}" for m in missing] if missing else ["Nothing: every RM has every benchmark and downstream result."]
+    return [*lines, ""]
