@@ -18,8 +18,10 @@ from rlexp.analysis.correlation import (
     gain_differences,
     kendall,
     ndcg,
+    ndcg_null,
     pearson,
     spearman,
+    spearman_exact_p,
 )
 from rlexp.errors import ConfigError, DataError
 
@@ -72,8 +74,10 @@ def test_wrappers_undefined_cases() -> None:
     flat = pearson([1.0, 1.0, 1.0], [1.0, 2.0, 3.0])
     assert flat.value is None and flat.note == "constant benchmark scores"
     assert kendall([1.0, 2.0, 3.0], [4.0, 4.0, 4.0]).note == "constant downstream scores"
-    stat, p = spearman([1, 2, 3, 4], [1, 3, 2, 4])
-    assert stat == pytest.approx(0.8) and p is not None
+    stat, p = spearman([1, 2, 3, 4, 5], [1, 3, 2, 4, 5])
+    assert stat == pytest.approx(0.9) and p is not None
+    small = spearman([1, 2, 3, 4], [1, 3, 2, 4])
+    assert small.value == pytest.approx(0.8) and small.pvalue is None and small.note == "not testable (n=4)"
     with pytest.raises(DataError, match="item 1"):
         spearman([1.0, float("nan"), 2.0], [1.0, 2.0, 3.0])
     with pytest.raises(DataError, match="3 items but downstream has 2"):
@@ -315,3 +319,63 @@ def test_gain_differences_errors() -> None:
         gain_differences(bad)
     with pytest.raises(ConfigError, match="n_boot >= 1"):
         gain_differences(np.zeros((2, 3)), n_boot=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# small-n p-values and NDCG's chance level
+# ---------------------------------------------------------------------------------------------
+
+
+def test_exact_spearman_p_at_small_n() -> None:
+    # The audit's values: scipy's t-approximation gives 0.0, 0.0 and 0.0048 here.
+    assert spearman_exact_p([1, 2, 3], [1, 2, 3]) == pytest.approx(1 / 3)
+    assert spearman_exact_p([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(1 / 12)
+    six = spearman([1, 2, 3, 4, 5, 6], [1, 2, 4, 3, 5, 6])
+    assert six.value == pytest.approx(0.943, abs=5e-4) and six.pvalue == pytest.approx(1 / 60)
+    assert stats.spearmanr([1, 2, 3, 4, 5, 6], [1, 2, 4, 3, 5, 6]).pvalue == pytest.approx(0.0048, abs=1e-4)
+    for n in (3, 4):  # below 5 RMs no p-value is reported at all
+        assert spearman(list(range(n)), list(range(n))).pvalue is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_exact_spearman_p_equals_scipy_permutation_test(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for n in (5, 7):
+        x, y = rng.integers(0, 4, size=n).astype(float), rng.normal(size=n)  # ties in x
+        if np.ptp(x) == 0:
+            continue
+        exact = stats.permutation_test((x,), lambda a, _y=y: stats.spearmanr(a, _y).statistic,
+                                       permutation_type="pairings", n_resamples=np.inf).pvalue
+        assert spearman_exact_p(x, y) == pytest.approx(exact, abs=1e-12)
+        assert spearman(x, y).pvalue == pytest.approx(exact, abs=1e-12)
+    # above the exact range: scipy's approximation again
+    x, y = rng.normal(size=12), rng.normal(size=12)
+    assert spearman(x, y).pvalue == pytest.approx(stats.spearmanr(x, y).pvalue)
+
+
+def test_ndcg_null_mean_by_enumeration_and_closed_form() -> None:
+    down = np.arange(6.0)  # rank relevance is rank-linear: M - rank
+    null = ndcg_null(down)
+    assert null is not None and null.exact
+    # Second method: NDCG of every benchmark order, computed by the public ndcg().
+    by_hand = [ndcg(np.asarray(order, dtype=float), down) for order in itertools.permutations(range(6))]
+    assert null.mean == pytest.approx(np.mean(by_hand), abs=1e-12)
+    assert null.mean == pytest.approx(0.80, abs=0.01)
+    assert null.quantile(0.95) == pytest.approx(0.96, abs=0.01)
+    observed = ndcg([6, 5, 4, 3, 1, 2], down)  # two worst swapped
+    assert null.pvalue(observed) == pytest.approx(np.mean(np.asarray(by_hand) >= observed - 1e-12))
+    assert null.normalise(1.0) == pytest.approx(1.0) and null.normalise(null.mean) == pytest.approx(0.0)
+    # Past the enumeration limit: random orders, whose mean agrees with the closed form.
+    big = ndcg_null(np.arange(12.0))
+    assert big is not None and not big.exact and big.mean == pytest.approx(np.mean(big.draws), abs=0.003)
+    assert ndcg_null(np.zeros(5), relevance="minmax") is None  # NDCG undefined: no null
+
+
+def test_correlate_reports_ndcg_null() -> None:
+    x, y = [1, 2, 3, 4, 5, 6], [1, 2, 4, 3, 5, 6]
+    rows = {c.name: c for c in correlate(x, y, n_boot=0, ndcg_variants=[("rank", "linear")])}
+    nd = rows["ndcg[rank,linear]"]
+    null = ndcg_null(y)
+    assert nd.null_mean == pytest.approx(null.mean) and nd.null_p == pytest.approx(null.pvalue(nd.value))
+    assert nd.normalised == pytest.approx((nd.value - null.mean) / (1 - null.mean))
+    assert rows["spearman"].null_mean is None
