@@ -17,6 +17,7 @@ A figure without data is one panel saying "no data", so every file always exists
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
-from rlexp.analysis.correlation import spearman
+from rlexp.analysis.correlation import ndcg_null, spearman
+from rlexp.analysis.plot_style import RMStyle, legend_handles, place_labels, rm_styles
 from rlexp.analysis.table import DOWNSTREAM_RE, gain_columns, main_benchmark_columns
+from rlexp.errors import DataError
 
 FIGURES: tuple[str, ...] = ("fig_scatter", "fig_ndcg_bars", "fig_subset_pearson", "fig_bon_curves", "fig_ppo_lineage")
 FORMATS: tuple[str, ...] = ("png", "pdf")
@@ -107,36 +111,42 @@ def _empty(out_dir: Path, name: str, title: str, why: str = "no data") -> list[P
     return _save(fig, out_dir, name)
 
 
-def _colours(values: Sequence[Any]) -> dict[Any, str]:
-    keys = list(dict.fromkeys("external" if _nan(v) else str(v) for v in values))
-    return {k: ("0.5" if k == "external" else _PALETTE[i % len(_PALETTE)]) for i, k in enumerate(keys)}
-
-
 # ------------------------------------------------------------------------------------------------
 
 
-def fig_scatter(table: pd.DataFrame, corr: pd.DataFrame, out_dir: Path) -> list[Path]:
+def _gain_errors(context: Mapping[str, Any], d: str, rms: Sequence[str], values: Sequence[float]) -> np.ndarray | None:
+    """``[2, n]`` error bars from each RM's CI of the gain over prompts (None when no RM has one)."""
+    cis = (context.get("gain_ci") or context.get("ppo_ci") or {}).get(d, {})
+    if not cis:
+        return None
+    lo_hi = [cis.get(str(rm)) or [None, None] for rm in rms]
+    return np.array([[0.0 if _nan(lo) else max(v - lo, 0.0) for v, (lo, _) in zip(values, lo_hi, strict=True)],
+                     [0.0 if _nan(hi) else max(hi - v, 0.0) for v, (_, hi) in zip(values, lo_hi, strict=True)]])
+
+
+def fig_scatter(table: pd.DataFrame, corr: pd.DataFrame, out_dir: Path, context: Mapping[str, Any] | None = None) -> list[Path]:
     benches = [b for b in main_benchmark_columns(table.columns) if table[b].notna().any()]
     downs = [d for d in gain_columns(table.columns) if table[d].notna().any()]
     if not benches or not downs:
         return _empty(out_dir, "fig_scatter", "benchmark score vs downstream gain")
+    context = context or {}
     ndcg = (_ndcg_names(corr) or [None])[0]
+    styles = rm_styles(table)
     fig, axes = _new(len(benches), len(downs))
-    lineage = table["lineage"].tolist() if "lineage" in table else [None] * len(table)
-    colours = _colours(lineage)
     for i, b in enumerate(benches):
         for j, d in enumerate(downs):
             ax = axes[i, j]
-            pair = table[[b, d, "label"]].assign(_lin=lineage).dropna(subset=[b, d])
+            pair = table[[b, d, "label"]].dropna(subset=[b, d])
             title = f"{b} vs {_short_setting(d)}"
             if pair.empty:
                 _no_data(ax, title)
                 continue
-            for lin, part in pair.groupby(pair["_lin"].map(lambda v: "external" if _nan(v) else str(v)), sort=False):
-                ax.scatter(part[b], part[d], s=28, color=colours.get(lin, "0.5"), label=lin, zorder=3)
-            for _, r in pair.iterrows():
-                ax.annotate(str(r["label"]), (r[b], r[d]), fontsize=6, xytext=(3, 3), textcoords="offset points",
-                            color="0.3")
+            err = _gain_errors(context, d, [str(r) for r in pair.index], pair[d].tolist())
+            for n, (rm, r) in enumerate(pair.iterrows()):
+                st = styles[str(rm)]
+                ax.errorbar([r[b]], [r[d]], yerr=None if err is None else err[:, n:n + 1], fmt=st.marker, ms=5,
+                            color=st.colour, mfc=st.colour if st.filled else "white", ecolor=st.colour, elinewidth=0.7,
+                            capsize=1.5, alpha=0.9, zorder=3)
             x, y = pair[b].to_numpy(float), pair[d].to_numpy(float)
             if len(pair) >= 2 and np.ptp(x) > 0:
                 slope, icpt = np.polyfit(x, y, 1)
@@ -152,8 +162,8 @@ def fig_scatter(table: pd.DataFrame, corr: pd.DataFrame, out_dir: Path) -> list[
             ax.set_ylabel(d, fontsize=8)
             ax.tick_params(labelsize=7)
             ax.grid(alpha=0.3)
-            if i == 0 and j == 0:
-                ax.legend(fontsize=6, loc="lower right", title="RM lineage", title_fontsize=6)
+            place_labels(ax, x, y, [str(v) for v in pair["label"]])
+    fig.legend(handles=legend_handles(styles), fontsize=7, loc="outside right upper", title="RMs", title_fontsize=7)
     return _save(fig, out_dir, "fig_scatter")
 
 
@@ -192,6 +202,33 @@ def _series(corr: pd.DataFrame, benches: Sequence[str], d: str, stat: str) -> tu
     return stat, vals, los, his
 
 
+_NDCG_NAME = re.compile(r"^ndcg\[(?P<rel>\w+),(?P<gain>\w+)\](?:@(?P<k>\d+))?$")
+
+
+def _null_bands(ax: Any, table: pd.DataFrame, benches: Sequence[str], d: str, stats: Sequence[str]) -> None:
+    """Behind each NDCG bar: the 5-95% range of NDCG under a random order of the same RMs, and its mean."""
+    width = 0.8 / max(len(stats), 1)
+    for s, stat in enumerate(stats):
+        m = _NDCG_NAME.match(str(stat))
+        if not m:
+            continue
+        for g, b in enumerate(benches):
+            down = table[[b, d]].apply(pd.to_numeric, errors="coerce").dropna()[d]
+            if len(down) < 3:
+                continue
+            try:
+                null = ndcg_null(down.to_numpy(float), m["rel"], m["gain"], None if m["k"] is None else int(m["k"]))
+            except DataError:
+                continue
+            if null is None:
+                continue
+            pos = g - 0.4 + width * (s + 0.5)
+            lo, hi = null.quantile(0.05), null.quantile(0.95)
+            ax.add_patch(Rectangle((pos - width / 2, lo), width, hi - lo, color="0.6", alpha=0.35, zorder=0,
+                                   label="NDCG of a random order (5-95%)" if s == 1 and g == 0 else None))
+            ax.plot([pos - width / 2, pos + width / 2], [null.mean] * 2, color="0.2", lw=1.0, zorder=4)
+
+
 def fig_ndcg_bars(table: pd.DataFrame, corr: pd.DataFrame, out_dir: Path) -> list[Path]:
     benches = main_benchmark_columns(table.columns)
     downs = gain_columns(table.columns)
@@ -203,6 +240,7 @@ def fig_ndcg_bars(table: pd.DataFrame, corr: pd.DataFrame, out_dir: Path) -> lis
     for idx, d in enumerate(downs):
         ax = axes.flat[idx]
         _bars(ax, benches, [_series(corr, benches, d, s) for s in stats], _short_setting(d), "correlation")
+        _null_bands(ax, table, benches, d, stats)
         ax.set_ylim(min(-1.05, ax.get_ylim()[0]), 1.15)
         if idx == 0:
             ax.legend(fontsize=6, loc="lower left")
@@ -234,16 +272,19 @@ def fig_bon_curves(table: pd.DataFrame, context: Mapping[str, Any], out_dir: Pat
     if not curves:
         return _empty(out_dir, "fig_bon_curves", "BoN@k curves")
     labels = table["label"].to_dict() if "label" in table else {}
+    styles = rm_styles(table)
     rows, cols = _grid(len(curves), 2)
     fig, axes = _new(rows, cols, 5.0, 3.6)
     for idx, (setting, per_rm) in enumerate(sorted(curves.items())):
         ax = axes.flat[idx]
         oracle: dict[int, list[float]] = {}
         first: dict[int, list[float]] = {}
-        for c, (rm, cur) in enumerate(sorted(per_rm.items(), key=lambda kv: str(labels.get(kv[0], kv[0])))):
+        for rm, cur in sorted(per_rm.items(), key=lambda kv: str(labels.get(kv[0], kv[0]))):
             ks = cur["ks"]
-            ax.plot(ks, [np.nan if _nan(v) else v for v in cur["bon"]], marker="o", ms=3, lw=1.2,
-                    color=_PALETTE[c % len(_PALETTE)], label=str(labels.get(rm, rm[:8])))
+            st = styles.get(str(rm)) or RMStyle("0.5", "x", "-", True, "external", "external")
+            ax.plot(ks, [np.nan if _nan(v) else v for v in cur["bon"]], marker=st.marker, ms=3.5, lw=1.2,
+                    ls=st.linestyle, color=st.colour, mfc=st.colour if st.filled else "white",
+                    label=str(labels.get(rm, rm[:8])))
             for kk, o, f in zip(ks, cur["oracle"], cur["first_k"], strict=True):
                 if not _nan(o):
                     oracle.setdefault(kk, []).append(float(o))
@@ -324,7 +365,7 @@ def all_figures(table: pd.DataFrame, corr: pd.DataFrame, context: Mapping[str, A
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     return {
-        "fig_scatter": fig_scatter(table, corr, out_dir),
+        "fig_scatter": fig_scatter(table, corr, out_dir, context),
         "fig_ndcg_bars": fig_ndcg_bars(table, corr, out_dir),
         "fig_subset_pearson": fig_subset_pearson(table, corr, out_dir),
         "fig_bon_curves": fig_bon_curves(table, context, out_dir),
