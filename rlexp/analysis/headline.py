@@ -107,16 +107,18 @@ def subgroup_correlations(table: pd.DataFrame, spec: HeadlineSpec, alpha: float 
     mixes = sorted({str(m) for m in trained.get("mix", pd.Series(dtype=object)).dropna()})
     seeds = sorted({str(s) for s in trained.get("seed", pd.Series(dtype=object)).dropna()})
     is_control = table["mix"].astype(str).isin(spec.controls) if "mix" in table else pd.Series(False, table.index)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for b in spec.benchmarks:
         for d in spec.downstream:
             rows.append(_scoped(table, b, d, "all", alpha))
+            start = len(rows)
             if is_control.any():
                 rows.append(_scoped(table[~is_control], b, d, "without controls", alpha))
             if len(mixes) > 1:
                 rows += [_scoped(trained[trained["mix"].astype(str) == m], b, d, f"mix={m}", alpha) for m in mixes]
             if len(seeds) > 1:
                 rows += [_scoped(trained[trained["seed"].astype(str) == s], b, d, f"seed={s}", alpha) for s in seeds]
+            rows[start:] = [r for r in rows[start:] if r["n"] > 0]  # e.g. a mix no PPO pick trained on
     return rows
 
 
@@ -220,15 +222,27 @@ def findings(rows: Sequence[Mapping[str, Any]], spec: HeadlineSpec, context: Map
             f"NDCG beats a random order of the RMs (p < {alpha:g}) in {len(above)} of {len(ndcg_rows)} pairs; "
             f"a random order already scores {_fmt(r['ndcg_null_mean'])} on average. Best: `{r['benchmark']}` vs "
             f"`{r['downstream']}` NDCG {_fmt(r['ndcg'])} (normalised {_fmt(r['ndcg_normalised'])}, null p = {_p(r['ndcg_null_p'])}).")
-    sds = {c: v for c, v in spread.items() if v.get("sd") is not None}
+    sds = {c: v for c, v in spread.items() if v.get("sd") is not None and c in spec.downstream}
     if sds:
-        out.append("Seed-to-seed SD of the downstream gains: "
-                   + "; ".join(f"`{c}` {_fmt(v['sd'], 3)} ({v['configs']} configurations × {v['seeds']} seeds)"
-                               for c, v in sds.items()) + ".")
+        half = _prompt_ci_half_widths(context)
+        out.append("Seed-to-seed SD of the downstream gains, next to the mean half-width of one RM's prompt CI: "
+                   + "; ".join(f"`{c}` {_fmt(v['sd'], 3)} vs {_fmt(half.get(c), 3)} ({v['configs']} configurations × "
+                               f"{v['seeds']} seeds)" for c, v in sds.items())
+                   + ". Where the seed SD is comparable, one seed per configuration understates the uncertainty.")
     else:
         out.append("Every configuration ran with one seed, so the CIs cover prompt and RM resampling only, not "
                    "training variance (set `study.seeds` to measure it).")
     return out[:5]
+
+
+def _prompt_ci_half_widths(context: Mapping[str, Any]) -> dict[str, float]:
+    """Per gain column: the mean half-width of the RMs' CIs over prompts (the record's own gain CI)."""
+    out = {}
+    for col, per_rm in (context.get("gain_ci") or {}).items():
+        widths = [(hi - lo) / 2 for lo, hi in per_rm.values() if lo is not None and hi is not None]
+        if widths:
+            out[col] = float(np.mean(widths))
+    return out
 
 
 def summarise(table: pd.DataFrame, corr: pd.DataFrame, context: Mapping[str, Any], *, prb_mode: str | None,

@@ -45,6 +45,11 @@ class StudyGrid:
     policy: str = "tiny_llama"
     ppo: list[PPOPick] = field(default_factory=list)
     ppo_upper_bound: bool = True
+    # Training seeds: every RM configuration and every PPO pick runs once per seed (the RM of a
+    # PPO pick is the one trained with the same seed), so the report can show seed-to-seed spread
+    # next to the prompt CIs. null = the study's own ``seed`` only. Evaluation, sampling pools and
+    # Best-of-N keep the study seed: one pool serves every RM.
+    seeds: list[int] | None = None
     n_jobs: int = 2
     # task -> extra hydra overrides; the key ``model`` applies to every task that builds or loads
     # a lineage (train_rm, sample, bon, ppo), so e.g. a lighter tiny lineage stays one lineage.
@@ -132,6 +137,18 @@ def _run_stage(name: str, steps: list[Step], n_jobs: int, threads: int) -> dict[
     return out
 
 
+def study_seeds(grid: DictConfig | StudyGrid, default: int) -> list[int]:
+    """The training seeds of the grid: ``study.seeds`` (distinct, in order) or ``[default]``."""
+    if grid.seeds is None:
+        return [default]
+    seeds = [int(s) for s in grid.seeds]
+    if not seeds:
+        raise ConfigError("study.seeds is empty: give at least one seed, or null for the study's seed")
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"study.seeds repeats a seed: {seeds}")
+    return seeds
+
+
 def run(cfg: DictConfig) -> Record:
     """Run (or resume) the grid, then correlate what finished."""
     g = cfg.study
@@ -157,15 +174,21 @@ def run(cfg: DictConfig) -> Record:
     if unknown:
         raise ConfigError(f"study.overrides.{unknown[0]}: not a task of the study (or 'model')")
 
-    def task_overrides(task: str, overrides: list[str]) -> list[str]:
+    def task_overrides(task: str, overrides: list[str], seed: int | None = None) -> list[str]:
         shared = extra.get("model", []) if task in MODEL_TASKS else []
-        return common + shared + overrides + extra.get(task, [])
+        base = common if seed is None else [f"seed={seed}" if o.startswith("seed=") else o for o in common]
+        return base + shared + overrides + extra.get(task, [])
 
     def task_cfg(task: str, overrides: list[str]) -> DictConfig:
         return compose_task(task, task_overrides(task, overrides))
 
-    def step(task: str, key: str, overrides: list[str], compose: str | None = None) -> Step:
-        return Step(task, key, task_overrides(compose or task, overrides), compose)
+    def step(task: str, key: str, overrides: list[str], compose: str | None = None, seed: int | None = None) -> Step:
+        return Step(task, key, task_overrides(compose or task, overrides, seed), compose)
+
+    seeds = study_seeds(g, int(cfg.seed))
+
+    def seeded(key: str, seed: int) -> str:
+        return key if len(seeds) == 1 else f"{key}/s{seed}"
 
     threads = int(cfg.runtime.threads)
     results: dict[str, tuple[str | None, str | None]] = {}
@@ -183,11 +206,12 @@ def run(cfg: DictConfig) -> Record:
     train_steps = []
     # Longest first (more epochs, more work), so the stage does not end on one long job.
     for epochs in sorted(g.epochs, reverse=True):
-        for lineage in g.lineages:
-            for mix in g.mixes:
-                key = f"train_rm/{lineage}/{mix}/e{epochs:g}"
-                ov = [f"model={lineage}", f"data={mix}", f"trainer.epochs={epochs}", f"profile={g.train_profile}"]
-                train_steps.append(step("train_rm", key, ov))
+        for seed in seeds:
+            for lineage in g.lineages:
+                for mix in g.mixes:
+                    key = seeded(f"train_rm/{lineage}/{mix}/e{epochs:g}", seed)
+                    ov = [f"model={lineage}", f"data={mix}", f"trainer.epochs={epochs}", f"profile={g.train_profile}"]
+                    train_steps.append(step("train_rm", key, ov, seed=seed))
     results.update(_run_stage("train_rm", train_steps, g.n_jobs, threads))
     rms = {s.key: results[s.key][0] for s in train_steps if results[s.key][0]}
 
@@ -200,11 +224,11 @@ def run(cfg: DictConfig) -> Record:
     bon_steps, ppo_steps = [], []
     # A pool depends on the policy, the prompt set and the sampling settings, not on the RM: one
     # step per (task, prompt set) tells which pools there are.
-    pool_readers: dict[tuple[str, str], Step] = {}
+    pool_readers: dict[tuple[str, str, int | None], Step] = {}
 
-    def downstream(task: str, key: str, ps: str, ov: list[str]) -> Step:
-        new = step(task, key, ov)
-        pool_readers.setdefault((task, ps), new)
+    def downstream(task: str, key: str, ps: str, ov: list[str], seed: int | None = None) -> Step:
+        new = step(task, key, ov, seed=seed)
+        pool_readers.setdefault((task, ps, seed), new)
         return new
 
     for key, rid in rms.items():
@@ -212,14 +236,15 @@ def run(cfg: DictConfig) -> Record:
             ov = [f"rm={rid}", f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"]
             bon_steps.append(downstream("bon", f"bon/{key}/{ps}", ps, ov))
     for pick in g.ppo:
-        key = f"train_rm/{pick.model}/{pick.data}/e{float(pick.epochs):g}"
-        if key not in rms:
-            log.error("study: ppo pick %s has no trained RM (not in the grid or failed)", key)
-            results[f"ppo/{key}"] = (None, "no trained RM for this pick")
-            continue
-        for ps in g.prompt_sets:
-            ov = [f"rm={rms[key]}", f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"]
-            ppo_steps.append(downstream("ppo", f"ppo/{key}/{ps}", ps, ov))
+        for seed in seeds:
+            key = seeded(f"train_rm/{pick.model}/{pick.data}/e{float(pick.epochs):g}", seed)
+            if key not in rms:
+                log.error("study: ppo pick %s has no trained RM (not in the grid or failed)", key)
+                results[f"ppo/{key}"] = (None, "no trained RM for this pick")
+                continue
+            for ps in g.prompt_sets:
+                ov = [f"rm={rms[key]}", f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"]
+                ppo_steps.append(downstream("ppo", f"ppo/{key}/{ps}", ps, ov, seed=None if len(seeds) == 1 else seed))
     if g.ppo and g.ppo_upper_bound:
         for ps in g.prompt_sets:
             judge = "rubric" if ps == "personalized" else "verifier"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -26,8 +27,8 @@ def _seed_store(src: Path, dst: Path) -> None:
                 shutil.copytree(src / "runs" / sub / task, dst / "runs" / sub / task)
 
 
-def _study(root: Path, **kw) -> subprocess.Popen | subprocess.CompletedProcess:
-    cmd = rlexp_cmd("study", "experiment=quick", "logger=none", "progress=false")
+def _study(root: Path, *extra: str, **kw) -> subprocess.Popen | subprocess.CompletedProcess:
+    cmd = rlexp_cmd("study", "experiment=quick", "logger=none", "progress=false", *extra)
     env = env_with(RLEXP_ROOT=str(root))
     if kw.get("background"):
         return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -36,6 +37,25 @@ def _study(root: Path, **kw) -> subprocess.Popen | subprocess.CompletedProcess:
 
 def _report_dir(root: Path) -> Path:
     return next((root / "runs" / "artifacts" / "correlate").glob("*/report.md")).parent
+
+
+def _check_page_one(text: str) -> None:
+    """The report opens with the answer: question, grid, headline table with verdicts, key figure,
+    findings; no record ids before the appendices."""
+    page, appendices = text.split("\n# Appendices\n", 1)
+    assert page.startswith("# Do benchmark scores predict downstream gains?")
+    assert "**Question.**" in page and "**Grid.** 6 trained reward models" in page
+    assert "`rb2/overall`" in page and "`prb/planner/accuracy` (PRB profile mode `planner`: downstream records)" in page
+    table = [line for line in page.splitlines() if line.startswith("| `")]
+    assert len(table) == 8  # 2 headline benchmarks x 4 gain columns (BoN and PPO on both prompt sets)
+    assert all(re.search(r"\*\*(predicts|predicts inversely|no evidence|not testable \(n = \d+\))\*\*", line)
+               for line in table)
+    assert "not testable (n = 2)" in page  # 2 PPO RMs: no p-value, no verdict
+    assert "![benchmark score vs downstream gain](fig_scatter.png)" in page
+    findings = page.split("## Findings", 1)[1]
+    assert 3 <= len(re.findall(r"^\d\. ", findings, flags=re.M)) <= 5
+    assert not re.search(r"\b[0-9a-f]{16}\b", page)
+    assert "## F. Provenance" in appendices and re.search(r"\b[0-9a-f]{16}\b", appendices)
 
 
 def test_quick_study_outputs_and_resume(world: Path, rms: dict[str, str], tmp_path: Path) -> None:
@@ -53,6 +73,7 @@ def test_quick_study_outputs_and_resume(world: Path, rms: dict[str, str], tmp_pa
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and mpimg.imread(png).size > 0
         assert pdf.read_bytes()[:4] == b"%PDF"
     assert "report:" in out.stdout
+    _check_page_one((report / "report.md").read_text())
 
     # Killed mid-way and resumed: the same tables as the uninterrupted run.
     second = tmp_path / "resumed"
@@ -77,3 +98,16 @@ def test_quick_study_outputs_and_resume(world: Path, rms: dict[str, str], tmp_pa
     assert again.returncode == 0
     assert "wrote record" not in again.stdout + again.stderr
     assert time.time() - start < 120
+
+    # A second training seed: the seed-0 steps are cache hits, seed 1 trains 6 more RMs and runs the
+    # PPO picks again, and the report shows the seed-to-seed spread.
+    rm_ids = {p.stem for p in (first / "runs" / "records" / "train_rm").glob("*.json")}
+    seeded = _study(first, "study.seeds=[0,1]")
+    assert seeded.returncode == 0, seeded.stderr[-3000:]
+    after = {p.stem for p in (first / "runs" / "records" / "train_rm").glob("*.json")}
+    assert rm_ids < after and len(after) == 2 * len(rm_ids)
+    text = max((first / "runs" / "artifacts" / "correlate").glob("*/report.md"), key=lambda p: p.stat().st_mtime).read_text()
+    page, appendices = text.split("\n# Appendices\n", 1)
+    assert "**Grid.** 12 trained reward models" in page and "2 seeds (0, 1)" in page
+    assert "ρ per seed (range)" in page and "Seed-to-seed SD of the downstream gains" in page
+    assert "| seed=0 |" in appendices and "| seed=1 |" in appendices
