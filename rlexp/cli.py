@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any
 
 from rlexp.errors import RlexpError
 
@@ -47,7 +48,13 @@ def _fail(msg: str, code: int = 2) -> int:
 
 
 def validate_overrides(task: str, args: list[str]) -> None:
-    """Compose the task's config with ``args`` (first value of each sweep) or raise ConfigError."""
+    """Compose the task's config for every value of every sweep, or raise ConfigError.
+
+    Each sweep value is composed once (the other sweeps at their first value), so a bad *second*
+    value (``trainer.epochs=1,abc``) fails here, before the first job runs, without composing the
+    whole cartesian product. The composed roots are checked to be writable directories before Hydra
+    creates its job folder inside them.
+    """
     from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -61,24 +68,58 @@ def validate_overrides(task: str, args: list[str]) -> None:
     except Exception as exc:  # Hydra's parser raises its own OverrideParseException
         raise ConfigError(one_line(exc)) from None
     overrides: list[str] = []
+    sweeps: list[tuple[int, str, list[str]]] = []  # (position in overrides, key, every value)
     for ov in parsed:
         key = ov.get_key_element()
         if key.startswith("hydra") or key.startswith("+hydra"):
             continue
         if ov.is_sweep_override():
-            first = next(iter(ov.sweep_string_iterator()), None)
-            if first is None:
+            values = list(ov.sweep_string_iterator())
+            if not values:
                 continue
-            overrides.append(f"{key}={first}")
+            sweeps.append((len(overrides), key, values))
+            overrides.append(f"{key}={values[0]}")
         else:
             overrides.append(ov.input_line)
+    variants = [overrides]
+    for pos, key, values in sweeps:
+        variants += [[*overrides[:pos], f"{key}={v}", *overrides[pos + 1:]] for v in values[1:]]
     try:
         with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-            compose(task, overrides=overrides)
+            for variant in variants:
+                cfg = compose(task, overrides=variant)
+                check_roots(cfg)
+    except ConfigError:
+        raise
     except Exception as exc:
         cause = exc.__cause__
         detail = one_line(exc) + (f" ({one_line(cause)})" if cause is not None else "")
         raise ConfigError(detail) from None
+
+
+def check_roots(cfg: Any) -> None:
+    """Every folder rlexp writes under (store, outputs, caches) is a directory it can write, or can be
+    created; checked before Hydra makes its job folder, so a bad ``RLEXP_ROOT`` is one line."""
+    import tempfile
+    from pathlib import Path
+
+    from rlexp.errors import ConfigError
+
+    if "paths" not in cfg:
+        return
+    for name in ("root", "store", "output_root", "cache"):
+        if name not in cfg.paths:
+            continue
+        path = Path(str(cfg.paths[name])).expanduser()
+        probe = path
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if not probe.is_dir():
+            raise ConfigError(f"paths.{name}: {path} is not a directory ({probe} is a file)")
+        try:
+            tempfile.TemporaryFile(dir=probe).close()
+        except OSError as exc:
+            raise ConfigError(f"paths.{name}: {path} is not writable ({exc.strerror or exc})") from None
 
 
 def main(argv: list[str] | None = None) -> int:

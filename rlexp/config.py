@@ -205,6 +205,10 @@ class ScorerConfig:
     trust_remote_code: bool = False
     judge_mode: str = "ratings"  # generative judges on RB2: ratings | rankings
     max_new_tokens: int = 512  # generative judges
+    # auto: transformers' AutoTokenizer; file: the folder's tokenizer.json exactly as written.
+    tokenizer: str = "auto"
+    # When the loaded tokenizer's ids differ from tokenizer.json: warn | error | off.
+    tokenizer_check: str = "warn"
 
 
 @dataclass

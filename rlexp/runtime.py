@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -92,13 +93,35 @@ def execute(task: str, cfg: DictConfig, body: Body, inputs: Mapping[str, str] | 
     assert isinstance(config, dict)
     inputs = dict(inputs or {})
     rid = record_id(task, config, inputs)
-    if store.exists(task, rid) and not cfg.get("force", False):
+    force = bool(cfg.get("force", False))
+    if store.exists(task, rid) and not force:
         log.info("%s: record %s exists, skipping (force=true redoes it)", task, rid)
         return store.get(rid, task)
+    with store.lock(task, rid) as waited:
+        # A second identical run waits for the first and reuses its record instead of redoing the work.
+        if store.exists(task, rid) and (not force or waited):
+            log.info("%s: record %s was written by a concurrent run; reusing it", task, rid)
+            return store.get(rid, task)
+        return _run_body(task, cfg, body, store, config, inputs, rid)
 
+
+def _run_body(task: str, cfg: DictConfig, body: Body, store: Store, config: dict[str, Any], inputs: dict[str, str],
+              rid: str) -> Record:
     out = output_dir(cfg, task, rid)
     work = store.artifact_dir(task, rid)
     work.mkdir(parents=True, exist_ok=True)
+    try:
+        return _tracked(task, cfg, body, store, config, inputs, rid, out, work)
+    except BaseException:
+        # A failed run leaves no empty artifact folder behind (a non-empty one holds checkpoints or
+        # chunks that the next attempt resumes from).
+        if work.is_dir() and not any(p.is_file() for p in work.rglob("*")):
+            shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def _tracked(task: str, cfg: DictConfig, body: Body, store: Store, config: dict[str, Any], inputs: dict[str, str],
+             rid: str, out: Path, work: Path) -> Record:
     started = time.time()
     group = cfg.logger.get("group") or cfg.get("experiment_name")
     with track(

@@ -18,9 +18,11 @@ import json
 import os
 import platform
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,9 +47,37 @@ def content_hash(obj: Any, length: int = 16) -> str:
     return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:length]
 
 
+# Nested keys added after records existed: hashed only when set away from this value, so adding an
+# option does not change (and recompute) every record of an existing store. ``None`` as the value
+# means the key never changes a result (a check's strictness, say) and is never hashed.
+HASH_NEUTRAL: dict[tuple[str, str], Any] = {
+    ("scorer", "tokenizer"): "auto",
+    ("scorer", "tokenizer_check"): None,
+}
+
+
+def _drop_neutral(obj: Any, parent: str | None = None) -> Any:
+    """``obj`` without the :data:`HASH_NEUTRAL` keys at their neutral value, at any depth (a pool's
+    scores record nests the scorer settings one level down)."""
+    if isinstance(obj, Mapping):
+        out = {}
+        for k, v in obj.items():
+            neutral = HASH_NEUTRAL.get((str(parent), str(k)), _KEEP)
+            if neutral is not _KEEP and (neutral is None or v == neutral):
+                continue
+            out[k] = _drop_neutral(v, str(k))
+        return out
+    if isinstance(obj, list):
+        return [_drop_neutral(v) for v in obj]
+    return obj
+
+
+_KEEP = object()
+
+
 def result_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """The part of a resolved task config that determines its result."""
-    return {k: v for k, v in config.items() if k not in NO_EFFECT_KEYS}
+    return _drop_neutral({k: v for k, v in config.items() if k not in NO_EFFECT_KEYS})
 
 
 def record_id(task: str, config: Mapping[str, Any], inputs: Mapping[str, str] | None = None) -> str:
@@ -139,6 +169,39 @@ class Store:
             Path(tmp).unlink(missing_ok=True)
             raise
         return path
+
+    @contextmanager
+    def lock(self, task: str, rid: str) -> Iterator[bool]:
+        """Hold the lock of one record id; yields whether it had to wait for another holder.
+
+        ``fcntl.flock`` on ``records/<task>/.<rid>.lock``: the kernel releases it when the holder
+        exits, so a killed run never leaves a lock that blocks. The file is removed once the record
+        exists (a crash leaves an empty, harmless file that the next run reuses).
+        """
+        import fcntl
+
+        path = self.record_path(task, rid).with_name(f".{rid}.lock")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a+") as fh:
+            waited = False
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                waited = True
+                fh.seek(0)
+                holder = fh.read().strip() or "another process"
+                print(f"rlexp: {task} {rid} is being computed by {holder}; waiting for it", file=sys.stderr)
+                fcntl.flock(fh, fcntl.LOCK_EX)
+            fh.seek(0)
+            fh.truncate()
+            fh.write(f"pid {os.getpid()} on {platform.node()}")
+            fh.flush()
+            try:
+                yield waited
+            finally:
+                if self.exists(task, rid):
+                    path.unlink(missing_ok=True)
+                fcntl.flock(fh, fcntl.LOCK_UN)
 
     def records(self, task: str | None = None) -> Iterator[Record]:
         """All finished records (of one task), oldest first. Unreadable files are skipped."""

@@ -6,6 +6,7 @@ import argparse
 import time
 
 from rlexp.config import CONF_DIR
+from rlexp.errors import ConfigError
 
 
 def _compose(name: str, overrides: list[str]):
@@ -28,6 +29,10 @@ def main(args: list[str]) -> int:
     if ns.cmd == "build":
         from rlexp.models.lineages import resolve_lineage
 
+        known = sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml"))
+        unknown = [n for n in ns.names if n not in known]
+        if unknown:
+            raise ConfigError(f"unknown lineage {unknown[0]!r}; lineages (conf/model/): {', '.join(known)}")
         for name in ns.names:
             start = time.time()
             lineage = resolve_lineage(_compose(name, ns.override))

@@ -9,6 +9,10 @@ import os
 
 from rlexp.store import Store
 
+#: Every task that writes records: the Hydra tasks plus the inputs built on their behalf.
+RECORD_TASKS: tuple[str, ...] = ("env", "data", "lineage", "train_rm", "evaluate", "sample", "pool_scores", "bon",
+                                 "ppo", "correlate")
+
 
 def _default_store() -> str:
     from rlexp.config import PROJECT_ROOT
@@ -28,6 +32,10 @@ def main(args: list[str]) -> int:
     ns = parser.parse_args(args)
     store = Store(ns.store)
     if ns.cmd == "ls":
+        if ns.task is not None and ns.task not in RECORD_TASKS:
+            from rlexp.errors import StoreError
+
+            raise StoreError(f"--task {ns.task!r} is not a task; record tasks: {', '.join(RECORD_TASKS)}")
         rows = list(store.records(ns.task))
         print(f"{'id':<18} {'task':<10} {'ended':<19} {'secs':>7}  metrics")
         for r in rows:

@@ -89,6 +89,8 @@ def score_pool(
         ctx.add_artifact("scores", path)
         ctx.info["scorer_stats"] = {"items": scorer.stats.items, "truncated": scorer.stats.truncated,
                                     "parse_failures": scorer.stats.parse_failures}
+        if getattr(scorer, "tokenizer_report", None):
+            ctx.info["tokenizer"] = scorer.tokenizer_report
         return {"mean": float(flat.mean()), "std": float(flat.std()), "n": int(flat.size)}
 
     sub = OmegaConf.create(

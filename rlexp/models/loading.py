@@ -69,18 +69,38 @@ def _load(cls: Any, ref: str, what: str, **kw: Any) -> Any:
     except OSError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"cannot load {what} {ref!r}: {first}") from None
+    except ValueError as exc:
+        raise _remote_code_refused(exc, what, ref) from None
 
 
-def load_tokenizer(ref: str, *, trust_remote_code: bool = False, padding_side: str | None = None) -> Any:
-    from transformers import AutoTokenizer
+def _remote_code_refused(exc: ValueError, what: str, ref: str) -> Exception:
+    """transformers refuses a model whose config names custom code with a multi-line ValueError; the
+    refusal is right, the traceback is not."""
+    if "trust_remote_code" not in str(exc):
+        return exc
+    return ConfigError(f"{what} {ref!r} needs custom code from its folder/repo (auto_map in config.json); "
+                       "rlexp does not run it unless you pass <scorer|model>.trust_remote_code=true")
+
+
+def load_tokenizer(ref: str, *, trust_remote_code: bool = False, padding_side: str | None = None,
+                   literal: bool = False) -> Any:
+    """The model's tokenizer; ``literal`` loads its ``tokenizer.json`` as written (see :func:`tokenizer_drift`)."""
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
     kw: dict[str, Any] = {"trust_remote_code": trust_remote_code}
     if padding_side:
         kw["padding_side"] = padding_side
+    if literal:
+        if not (is_local(ref) and (Path(ref).expanduser() / "tokenizer.json").is_file()):
+            raise ConfigError(f"scorer.tokenizer=file needs a local model folder with tokenizer.json; {ref!r} has none")
+        kw.pop("trust_remote_code")
+    loader = PreTrainedTokenizerFast if literal else AutoTokenizer
     try:
-        tok = AutoTokenizer.from_pretrained(str(Path(ref).expanduser()) if is_local(ref) else ref, **kw)
+        tok = loader.from_pretrained(str(Path(ref).expanduser()) if is_local(ref) else ref, **kw)
     except OSError as exc:
         raise ConfigError(f"cannot load tokenizer {ref!r}: {str(exc).splitlines()[0]}") from None
+    except ValueError as exc:
+        raise _remote_code_refused(exc, "tokenizer", ref) from None
     if tok.pad_token is None:
         # As the RewardBench / PRB pipelines do: fall back to EOS for padding.
         tok.pad_token = tok.eos_token
@@ -104,3 +124,54 @@ def load_reward_model(ref: str, *, trust_remote_code: bool = False, dtype: Any =
     if model.config.num_labels != 1:
         raise ConfigError(f"reward model {ref!r} has num_labels={model.config.num_labels}; a reward model needs 1")
     return model
+
+
+def check_generation_length(ref: str, max_new_tokens: int, key: str, *, trust_remote_code: bool = False) -> None:
+    """Refuse a generation length the model cannot hold, before any weights or caches are allocated.
+
+    A static KV cache of ``max_new_tokens`` positions is allocated up front, so an absurd value
+    (``1000000000``) would try to allocate terabytes; the model's context length is in its config.
+    """
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(str(Path(ref).expanduser()) if is_local(ref) else ref,
+                                            trust_remote_code=trust_remote_code)
+    except OSError:
+        return  # the model load that follows names what is wrong with the reference
+    except ValueError as exc:
+        raise _remote_code_refused(exc, "model", ref) from None
+    context = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
+    if context and max_new_tokens >= int(context):
+        raise ConfigError(f"{key}={max_new_tokens} does not fit the context of {ref} ({int(context)} positions, "
+                          "prompt included)")
+
+
+#: Digits, spaces, punctuation, tabs, newlines and non-ASCII: where pre-tokenizers differ.
+DRIFT_PROBE = "Probe 12345 + 678.9 = 'x'\n  indented\tTAB ünïcödé — 3,000,000 items; x2y3 (a/b) #7"
+
+
+def tokenizer_drift(tokenizer: Any, ref: str) -> str | None:
+    """Whether the loaded tokenizer encodes differently from the folder's own ``tokenizer.json``.
+
+    transformers maps a folder to a tokenizer class by its config and may rebuild parts of the
+    pipeline: a Qwen2-architecture folder loads as ``Qwen2Tokenizer``, which replaces the file's
+    pre-tokenizer with Qwen2's digit split, so other libraries (or older transformers) see other
+    token ids and scores move silently. Returns a one-line description of the difference, or None
+    (no local tokenizer.json, or the same ids on :data:`DRIFT_PROBE`).
+    """
+    path = Path(ref).expanduser() / "tokenizer.json"
+    if not (is_local(ref) and path.is_file()):
+        return None
+    from tokenizers import Tokenizer
+
+    try:
+        expected = Tokenizer.from_file(str(path)).encode(DRIFT_PROBE, add_special_tokens=False).ids
+    except Exception:  # noqa: BLE001 - a file the tokenizers library cannot read: nothing to compare
+        return None
+    got = tokenizer(DRIFT_PROBE, add_special_tokens=False)["input_ids"]
+    if list(got) == list(expected):
+        return None
+    return (f"tokenizer drift in {ref}: transformers loads it as {type(tokenizer).__name__}, whose token ids differ "
+            f"from the folder's tokenizer.json on a probe text ({len(got)} vs {len(expected)} tokens); scores can "
+            "differ from other libraries. scorer.tokenizer=file uses the file as written")

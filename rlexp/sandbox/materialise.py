@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -177,7 +178,8 @@ def materialise(out_dir: Path, seed: int = 0, difficulty: float = 0.5, progress:
             bar.update(1)
         bar.set_postfix_str(name)
 
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    remove_stale_builds(out_dir)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-{os.getpid()}-", dir=out_dir.parent))
     tmp.chmod(0o755)  # mkdtemp makes it private; the world is ordinary shared output
     try:
         world = build_world(int(seed), float(difficulty), step)
@@ -213,6 +215,28 @@ def materialise(out_dir: Path, seed: int = 0, difficulty: float = 0.5, progress:
     finally:
         bar.close()
     return manifest
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, owned by someone else
+    return True
+
+
+def remove_stale_builds(out_dir: Path) -> list[Path]:
+    """Delete the half-built worlds (``.<name>.tmp-<pid>-*``, ``.<name>.old-<pid>``) of builds whose
+    process is gone (killed mid-build); a build still running, or of unknown owner, is left alone."""
+    removed = []
+    for path in Path(out_dir).parent.glob(f".{Path(out_dir).name}.*"):
+        m = re.match(rf"^\.{re.escape(Path(out_dir).name)}\.(?:tmp|old)-(\d+)(?:-|$)", path.name)
+        if m and path.is_dir() and not _pid_alive(int(m.group(1))):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
 
 
 def _replace_dir(src: Path, dst: Path) -> None:

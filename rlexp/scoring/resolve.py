@@ -60,6 +60,8 @@ def reward_scorer(rm: RMRef, scorer_cfg: Mapping[str, Any], profile_cfg: Mapping
         profile_mode=str(profile_cfg.get("mode", "none")),
         profile_k=int(profile_cfg.get("k", 10)),
         separator=str(profile_cfg.get("separator", "\n\n")),
+        tokenizer=str(scorer_cfg.get("tokenizer", "auto")),
+        tokenizer_check=str(scorer_cfg.get("tokenizer_check", "warn")),
     )
     planner = make_planner(settings.profile_mode, str(profile_cfg.get("planner", "sandbox")), k=settings.profile_k)
     return RewardModelScorer.from_pretrained(

@@ -43,6 +43,8 @@ class ScorerSettings:
     profile_mode: str = "none"
     profile_k: int = DEFAULT_K
     separator: str = DEFAULT_SEPARATOR
+    tokenizer: str = "auto"  # auto | file (tokenizer.json as written)
+    tokenizer_check: str = "warn"  # warn | error | off: when the loaded ids differ from tokenizer.json
 
 
 def _torch_dtype(name: str, device: str) -> Any:
@@ -92,16 +94,29 @@ class RewardModelScorer:
         self.planner = planner
         self.stats = ScoreStats()
         self._warned_template = False
+        #: How the tokenizer was loaded and whether it drifts from tokenizer.json (set by from_pretrained).
+        self.tokenizer_report: dict[str, Any] = {"class": type(tokenizer).__name__, "source": "given", "drift": None}
 
     @classmethod
     def from_pretrained(cls, ref: str, settings: ScorerSettings | None = None, **kw: Any) -> RewardModelScorer:
         """Load from a local folder or hub id (safetensors only)."""
-        from rlexp.models.loading import load_reward_model, load_tokenizer
+        from rlexp.models.loading import load_reward_model, load_tokenizer, tokenizer_drift
 
         trust = bool(kw.pop("trust_remote_code", False))
-        tokenizer = load_tokenizer(ref, trust_remote_code=trust)
+        s = settings or ScorerSettings()
+        if s.tokenizer not in ("auto", "file") or s.tokenizer_check not in ("warn", "error", "off"):
+            raise ConfigError(f"scorer.tokenizer={s.tokenizer!r} / scorer.tokenizer_check={s.tokenizer_check!r}: "
+                              "expected auto|file and warn|error|off")
+        tokenizer = load_tokenizer(ref, trust_remote_code=trust, literal=s.tokenizer == "file")
+        drift = None if s.tokenizer == "file" or s.tokenizer_check == "off" else tokenizer_drift(tokenizer, ref)
+        if drift and s.tokenizer_check == "error":
+            raise ConfigError(f"{drift} (or scorer.tokenizer_check=warn to score anyway)")
+        if drift:
+            log.warning("%s", drift)
         model = load_reward_model(ref, trust_remote_code=trust)
-        return cls(model, tokenizer, settings, name=kw.pop("name", ref), **kw)
+        scorer = cls(model, tokenizer, settings, name=kw.pop("name", ref), **kw)
+        scorer.tokenizer_report = {"class": type(tokenizer).__name__, "source": s.tokenizer, "drift": drift}
+        return scorer
 
     # -- rendering -------------------------------------------------------------------------
     def user_turn(self, item: ScoreInput) -> str:

@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlexp.config import EvaluateConfig  # noqa: F401  (schema registration)
 from rlexp.data.formatting import PROFILE_MODES
 from rlexp.data.loaders import load_prb, load_rb2
-from rlexp.errors import ConfigError
+from rlexp.errors import ConfigError, DataError
 from rlexp.runtime import RunContext, execute, hydra_entry
 from rlexp.scoring.resolve import RMRef, resolve_rm, reward_scorer
 from rlexp.store import Record, Store
@@ -58,6 +58,7 @@ def _evaluate_scalar(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any]
         _write(ctx, "prb_scores", rows)
     metrics["scoring"] = {"items": scorer.stats.items, "truncated": scorer.stats.truncated}
     ctx.info["scorer_settings"] = vars(scorer.settings)
+    ctx.info["tokenizer"] = scorer.tokenizer_report
     return metrics
 
 
@@ -164,12 +165,16 @@ def run(cfg: DictConfig) -> Record:
         path, data_id = resolve_ref(b.source, cfg)
         subsets = OmegaConf.to_container(b.subsets) if b.subsets is not None else None
         rb2 = load_rb2(path, subsets=subsets, limit=b.limit)
+        if not rb2:  # before any model is loaded, and naming what was empty
+            raise DataError(f"RewardBench 2 source {path}: no rows to score (subsets={subsets}, limit={b.limit})")
         inputs["rb2"] = data_id or path
     if cfg.benchmark.prb is not None:
         b = cfg.benchmark.prb
         path, data_id = resolve_ref(b.source, cfg)
         domains = OmegaConf.to_container(b.domains) if b.domains is not None else None
         prb = load_prb(path, domains=domains, limit=b.limit)
+        if not prb:
+            raise DataError(f"Personalized RewardBench source {path}: no rows to score (domains={domains}, limit={b.limit})")
         inputs["prb"] = data_id or path
     return execute("evaluate", cfg, lambda ctx: _evaluate(ctx, cfg, rm, rb2, prb), inputs)
 

@@ -25,9 +25,11 @@ from rlexp.config import PPOConfig  # noqa: F401  (schema registration)
 from rlexp.downstream.bon_math import bootstrap_ci
 from rlexp.downstream.pool_scoring import rm_scores_key, score_pool
 from rlexp.errors import ConfigError
+from rlexp.models.loading import check_generation_length
 from rlexp.runtime import RunContext, execute, hydra_entry
 from rlexp.scoring.resolve import gold_judge, judge_key, reward_for
 from rlexp.store import Record, Store
+from rlexp.tasks.sample import STORE_PREFIX
 
 
 def _validate(cfg: DictConfig) -> None:
@@ -184,7 +186,7 @@ def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str
     ctx.tracker.artifact(f"policy-{ctx.rid}", "model", out)
 
     # Evaluation: the trained policy's pool on the held-out prompts, judged like the baseline's.
-    after, prompts = _eval_pool(cfg, str(out))
+    after, prompts = _eval_pool(cfg, f"{STORE_PREFIX}{ctx.store.relative(out)}")
     kind = prompts[0].kind if prompts else str(cfg.prompts.name)
     store = Store(cfg.paths.store)
     gkey = judge_key(cfg.judge, kind)
@@ -225,6 +227,8 @@ def run(cfg: DictConfig) -> Record:
     _validate(cfg)
     judge_key(cfg.judge, cfg.prompts.name)  # a bad judge config fails before any training
     policy_path, policy_id, policy_lineage = resolve_policy(cfg)
+    check_generation_length(policy_path, int(cfg.trainer.response_length), "trainer.response_length")
+    check_generation_length(policy_path, int(cfg.sampling.max_new_tokens), "sampling.max_new_tokens")
     reward, rm_id, rm_lineage = reward_for(cfg)
     train_prompts, train_id = load_prompt_set(cfg, split=cfg.prompts.train_split)
     before, _ = _eval_pool(cfg, None)

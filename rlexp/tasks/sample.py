@@ -16,6 +16,7 @@ from rlexp.config import SampleConfig  # noqa: F401  (schema registration)
 from rlexp.data.loaders import load_prompts
 from rlexp.downstream.sampling import HFSampler, SamplingSettings, vllm_available, write_pool
 from rlexp.errors import ConfigError
+from rlexp.models.loading import check_generation_length
 from rlexp.runtime import RunContext, execute, hydra_entry
 from rlexp.store import Record, Store
 
@@ -36,6 +37,10 @@ def settings(cfg: DictConfig) -> SamplingSettings:
     return out
 
 
+#: ``policy=store:<path relative to the store root>``: a policy folder inside the run store.
+STORE_PREFIX = "store:"
+
+
 def resolve_policy(cfg: DictConfig) -> tuple[str, str, str]:
     """(model path or hub id, input id, lineage) of the policy to sample."""
     from rlexp.models.lineages import resolve_lineage
@@ -43,6 +48,12 @@ def resolve_policy(cfg: DictConfig) -> tuple[str, str, str]:
 
     if cfg.get("policy"):
         ref = str(cfg.policy)
+        if ref.startswith(STORE_PREFIX):
+            # A model inside the store (e.g. a PPO run's policy before its record exists): named by its
+            # store-relative path, so the pool's id does not depend on where the store lives.
+            path = Store(cfg.paths.store).resolve(ref[len(STORE_PREFIX):])
+            check_model_dir(path)
+            return str(path), ref, str(cfg.model.lineage)
         record = Store(cfg.paths.store).find(ref) if "/" not in ref else None
         if record is not None:
             if "policy" not in record.artifacts:
@@ -102,6 +113,7 @@ def run(cfg: DictConfig) -> Record:
     settings(cfg)
     prompts, prompts_id = load_prompt_set(cfg)
     policy_path, policy_id, _ = resolve_policy(cfg)
+    check_generation_length(policy_path, int(cfg.sampling.max_new_tokens), "sampling.max_new_tokens")
     inputs = {"policy": policy_id, "prompts": prompts_id}
     return execute("sample", cfg, lambda ctx: _sample(ctx, cfg, policy_path, prompts), inputs)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -16,7 +17,7 @@ from tests.conftest import env_with, rlexp_cmd
 pytestmark = pytest.mark.slow
 
 
-def test_killed_during_epoch_two_resumes_from_checkpoint(world: Path, rms: dict[str, str]) -> None:
+def test_killed_during_epoch_two_resumes_from_checkpoint(world: Path, rms: dict[str, str], tmp_path: Path) -> None:
     args = ["train_rm", "logger=none", "model=tiny_qwen", "data=general", "trainer.epochs=2",
             "trainer.save_steps=40", "data.max_rows=1000", "seed=3"]
     env = env_with(RLEXP_ROOT=str(world))
@@ -41,6 +42,19 @@ def test_killed_during_epoch_two_resumes_from_checkpoint(world: Path, rms: dict[
     rec = Store(world / "runs").get(rid, "train_rm")
     assert rec.info["resumed_from"] and rec.info["resumed_from"].endswith(("checkpoint-80", "checkpoint-120"))
     assert rec.metrics["train/steps"] == 114 and rec.metrics["heldout/n"] == 100
+
+    # The same run uninterrupted, in another store: the same record id (ids do not depend on the
+    # root), and the resumed record's train/loss covers the whole run, not only the resumed steps.
+    other = tmp_path / "uninterrupted"
+    for task in ("data", "lineage"):
+        for sub in ("records", "artifacts"):
+            shutil.copytree(world / "runs" / sub / task, other / "runs" / sub / task)
+    ref = subprocess.run(rlexp_cmd(*args), env=env_with(RLEXP_ROOT=str(other)), capture_output=True, text=True, timeout=900)
+    assert ref.returncode == 0, ref.stderr[-2000:]
+    whole = Store(other / "runs").get(rid, "train_rm")
+    assert whole.info["resumed_from"] is None
+    assert rec.metrics["train/loss"] == pytest.approx(whole.metrics["train/loss"], abs=2e-4)  # logs keep 4 decimals
+    assert rec.metrics["heldout/accuracy"] == pytest.approx(whole.metrics["heldout/accuracy"])
 
 
 @pytest.mark.parametrize("stage", ["zero2", "zero3"])
