@@ -115,7 +115,7 @@ def check_roots(cfg: Any) -> None:
         while not probe.exists() and probe != probe.parent:
             probe = probe.parent
         if not probe.is_dir():
-            raise ConfigError(f"paths.{name}: {path} is not a directory ({probe} is a file)")
+            raise ConfigError(f"paths.{name}: {path} is not writable ({probe} is a file, not a directory)")
         try:
             tempfile.TemporaryFile(dir=probe).close()
         except OSError as exc:

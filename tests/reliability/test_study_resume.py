@@ -1,4 +1,5 @@
-"""The whole study: every output of the quick preset, resume after SIGKILL, re-render only."""
+"""The whole quick study: every output, page one, kill-and-resume at three points to identical tables,
+the same record ids in two roots, a cached rerun that only re-renders, and a second training seed."""
 
 from __future__ import annotations
 
@@ -75,22 +76,35 @@ def test_quick_study_outputs_and_resume(world: Path, rms: dict[str, str], tmp_pa
     assert "report:" in out.stdout
     _check_page_one((report / "report.md").read_text())
 
-    # Killed mid-way and resumed: the same tables as the uninterrupted run.
+    # Killed in three stages (training RMs; evaluation and sampling; PPO and Best-of-N), resumed each
+    # time: the same tables as the uninterrupted run.
     second = tmp_path / "resumed"
     _seed_store(first, second)  # the quick preset's own (lighter) lineages, built by the first run
-    proc = _study(second, background=True)
-    deadline = time.time() + 900
-    while time.time() < deadline and proc.poll() is None:
-        if len(list((second / "runs" / "records" / "evaluate").glob("*.json"))) >= 3:
-            break
-        time.sleep(0.5)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert not (second / "runs" / "records" / "correlate").exists()
+
+    def count(task: str) -> int:
+        return len(list((second / "runs" / "records" / task).glob("*.json")))
+
+    for task, at in (("train_rm", 2), ("evaluate", 3), ("ppo", 2)):
+        proc = _study(second, background=True)
+        deadline = time.time() + 900
+        while time.time() < deadline and proc.poll() is None and count(task) < at:
+            time.sleep(0.3)
+        assert proc.poll() is None, f"the study ended before {at} {task} records: no kill at this point"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert not (second / "runs" / "records" / "correlate").exists()
     done = _study(second)
     assert done.returncode == 0, done.stderr[-3000:]
     assert (_report_dir(second) / "table.csv").read_text() == (report / "table.csv").read_text()
     assert (_report_dir(second) / "correlations.csv").read_text() == (report / "correlations.csv").read_text()
+
+    # Two roots, one set of record ids: nothing hashes where the store lives (a PPO policy's pool
+    # used to hash the policy's absolute path).
+    def ids(root: Path) -> set[str]:
+        return {str(p.relative_to(root / "runs" / "records")) for p in (root / "runs" / "records").glob("*/*.json")}
+
+    assert ids(first) == ids(second), sorted(ids(first) ^ ids(second))
+    assert not list((second / "runs" / "records").glob("*/.*.lock"))
 
     # Finished: a rerun only re-renders (every step is a cache hit).
     start = time.time()

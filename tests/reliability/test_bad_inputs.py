@@ -1,0 +1,164 @@
+"""Every bad input is one line on stderr naming what to fix, exit code 2, and leaves no record and
+no artifact folder behind. Each case runs the real CLI in a subprocess against the shared test store."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from rlexp.store import Store
+from tests.conftest import env_with, rlexp_cmd
+
+pytestmark = pytest.mark.slow
+
+
+def _sandbox(world: Path) -> Path:
+    return next((world / "runs" / "artifacts" / "data").glob("*/sandbox"))
+
+
+def _model(world: Path, rm_id: str) -> Path:
+    store = Store(world / "runs")
+    return store.resolve(store.get(rm_id, "train_rm").artifacts["model"])
+
+
+@pytest.fixture(scope="module")
+def fixtures(world_root: Path, rms: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Malformed models and benchmark files, built from the test store's real ones."""
+    out = tmp_path_factory.mktemp("bad")
+    model = _model(world_root, rms["qwen_general"])
+    paths: dict[str, Path] = {}
+
+    def copy(name: str) -> Path:
+        dst = out / name
+        shutil.copytree(model, dst)
+        return dst
+
+    remote = copy("remote_code")
+    cfg = json.loads((remote / "config.json").read_text())
+    cfg["auto_map"] = {"AutoConfig": "custom.CustomConfig",
+                       "AutoModelForSequenceClassification": "custom.CustomModel"}
+    (remote / "config.json").write_text(json.dumps(cfg))
+    paths["remote_code"] = remote
+    pickled = copy("pickle_only")
+    (pickled / "model.safetensors").rename(pickled / "pytorch_model.bin")
+    paths["pickle_only"] = pickled
+    no_config = copy("no_config")
+    (no_config / "config.json").unlink()
+    paths["no_config"] = no_config
+    drift = copy("drift")  # a Qwen2 folder whose tokenizer.json has its own pre-tokenizer
+    tok = json.loads((drift / "tokenizer.json").read_text())
+    tok["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    (drift / "tokenizer.json").write_text(json.dumps(tok))
+    paths["drift"] = drift
+
+    rb2 = pq.read_table(_sandbox(world_root) / "rb2" / "test.parquet")
+    (out / "rb2_empty").mkdir()
+    pq.write_table(rb2.slice(0, 0), out / "rb2_empty" / "test.parquet")
+    paths["rb2_empty"] = out / "rb2_empty" / "test.parquet"
+    (out / "rb2_nocol").mkdir()
+    pq.write_table(rb2.drop(["chosen"]), out / "rb2_nocol" / "test.parquet")
+    paths["rb2_nocol"] = out / "rb2_nocol" / "test.parquet"
+    (out / "rb2_badtype").mkdir()
+    pq.write_table(rb2.set_column(rb2.schema.get_field_index("chosen"), "chosen",
+                                  pa.array(["not a list"] * rb2.num_rows)), out / "rb2_badtype" / "test.parquet")
+    paths["rb2_badtype"] = out / "rb2_badtype" / "test.parquet"
+    (out / "prompts.jsonl").write_text('{"prompt_id": "a", "prompt": "hi"}\n{not json\n')
+    paths["bad_jsonl"] = out / "prompts.jsonl"
+    (out / "a_file").write_text("x")
+    paths["file"] = out / "a_file"
+    return paths
+
+
+def _cases(world: Path, rms: dict[str, str], f: dict[str, Path]) -> list[tuple[str, list[str], dict[str, str], str]]:
+    """(name, argv, extra env, a substring the one-line error must contain)."""
+    rm = rms["llama_general"]
+    none = ["logger=none"]
+    return [
+        ("unknown task", ["trian_rm"], {}, "unknown task"),
+        ("misspelled key", ["env", "sede=3"], {}, "sede"),
+        ("wrong type", ["env", "seed=abc"], {}, "seed=abc"),
+        ("unknown config option", ["train_rm", "model=nope", *none], {}, "nope"),
+        ("unknown data mix", ["train_rm", "data=nope", *none], {}, "nope"),
+        ("bad second sweep value", ["train_rm", "-m", "trainer.epochs=1,abc", *none], {}, "abc"),
+        ("bad sweep value of another key", ["env", "-m", "seed=1,2", "runtime.threads=1,x"], {}, "runtime.threads=x"),
+        ("root is a file", ["env", *none], {"RLEXP_ROOT": str(f["file"])}, "not writable"),
+        ("root is read-only", ["train_rm", *none], {"RLEXP_ROOT": "/sys/rlexp-test"}, "not writable"),
+        ("store under a file", ["env", f"paths.store={f['file']}/store"], {}, "not writable"),
+        ("unknown lineage", ["lineage", "build", "nope"], {}, "unknown lineage 'nope'"),
+        ("store ls unknown task", ["store", "ls", "--task", "nope"], {}, "is not a task"),
+        ("store show unknown id", ["store", "show", "ffffffffffffffff"], {}, "no unique record"),
+        ("rm required", ["evaluate", *none], {}, "rm is required"),
+        ("unknown rm record", ["evaluate", "rm=ffffffffffffffff", *none], {}, "ffffffffffffffff"),
+        ("rm folder missing", ["evaluate", f"rm={f['file']}_nope/model", *none], {}, "does not exist"),
+        ("rm folder without config", ["evaluate", f"rm={f['no_config']}", *none], {}, "no config.json"),
+        ("rm folder with pickle weights", ["evaluate", f"rm={f['pickle_only']}", *none], {}, "safetensors"),
+        ("rm needs remote code", ["evaluate", f"rm={f['remote_code']}", "benchmark.rb2.limit=4", "benchmark=rb2", *none],
+         {}, "custom code"),
+        ("empty benchmark file", ["evaluate", f"rm={rm}", "benchmark=rb2", f"benchmark.rb2.source={f['rb2_empty'].parent}",
+                                  *none], {}, str(f["rb2_empty"].parent)),
+        ("benchmark file missing a column", ["evaluate", f"rm={rm}", "benchmark=rb2",
+                                             f"benchmark.rb2.source={f['rb2_nocol'].parent}", *none], {}, "chosen"),
+        ("benchmark column of the wrong type", ["evaluate", f"rm={rm}", "benchmark=rb2",
+                                                f"benchmark.rb2.source={f['rb2_badtype'].parent}", *none], {}, "chosen"),
+        ("unknown profile mode", ["evaluate", f"rm={rm}", "profile.mode=rawr", *none], {}, "rawr"),
+        ("unknown tokenizer source", ["evaluate", f"rm={f['drift']}", "benchmark=rb2", "benchmark.rb2.limit=4",
+                                      "scorer.tokenizer=bogus", *none], {}, "scorer.tokenizer"),
+        ("tokenizer drift in parity mode", ["evaluate", f"rm={f['drift']}", "benchmark=rb2", "benchmark.rb2.limit=4",
+                                            "scorer=rb2_reference", *none], {}, "tokenizer drift"),
+        ("absurd generation length", ["sample", "model=tiny_llama", "prompts=general", "sampling.max_new_tokens=1000000000",
+                                      *none], {}, "sampling.max_new_tokens=1000000000"),
+        ("zero samples", ["sample", "model=tiny_llama", "sampling.n=0", *none], {}, "sampling.n"),
+        ("malformed prompt file", ["sample", "model=tiny_llama", f"prompts.source={f['bad_jsonl']}", *none], {},
+         str(f["bad_jsonl"].name)),
+        ("ppo response length 0", ["ppo", f"rm={rm}", "model=tiny_llama", "trainer.response_length=0", *none], {},
+         "response_length"),
+        ("bon unknown rm", ["bon", "rm=ffffffffffffffff", "model=tiny_llama", *none], {}, "ffffffffffffffff"),
+        ("correlate alpha", ["correlate", "alpha=2", *none], {}, "alpha"),
+        ("correlate n_boot", ["correlate", "n_boot=-1", *none], {}, "n_boot"),
+        ("correlate headline mode", ["correlate", "headline.prb_mode=rawr", *none], {}, "headline.prb_mode"),
+        ("correlate two selections", ["correlate", "records=[a]", "rms=[b]", *none], {}, "only one"),
+        ("correlate unknown record", ["correlate", "records=[ffffffffffffffff]", *none], {}, "not found"),
+        ("study repeated seed", ["study", "experiment=quick", "study.seeds=[0,0]", *none], {}, "study.seeds"),
+        ("study override of no task", ["study", "experiment=quick", "+study.overrides.nope=[x]", *none], {},
+         "study.overrides.nope"),
+    ]
+
+
+def _snapshot(world: Path) -> set[str]:
+    runs = world / "runs"
+    return {str(p.relative_to(runs)) for sub in ("records", "artifacts") for p in (runs / sub).glob("*/*")}
+
+
+def test_bad_inputs_are_one_line_exit_2_and_leave_nothing(world: Path, rms: dict[str, str],
+                                                          fixtures: dict[str, Path]) -> None:
+    cases = _cases(world, rms, fixtures)
+    assert len(cases) >= 30 and len({c[0] for c in cases}) == len(cases)
+    before = _snapshot(world)
+
+    def run(case: tuple[str, list[str], dict[str, str], str]) -> tuple[str, str | None]:
+        name, argv, extra, expect = case
+        out = subprocess.run(rlexp_cmd(*argv), env=env_with(RLEXP_ROOT=str(world), **extra), capture_output=True,
+                             text=True, timeout=300)
+        lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+        errors = [ln for ln in lines if ln.startswith("rlexp")]
+        if out.returncode != 2:
+            return name, f"exit {out.returncode}: {out.stderr[-600:]}"
+        if "Traceback" in out.stderr or len(errors) != 1 or lines[-1] != errors[0]:
+            return name, f"not one line: {out.stderr[-600:]}"
+        if expect not in errors[0]:
+            return name, f"{expect!r} not in {errors[0]!r}"
+        return name, None
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(run, cases))
+    failed = {name: why for name, why in results if why}
+    print(f"bad inputs: {len(cases)} tried, {len(cases) - len(failed)} passed")
+    assert not failed, failed
+    assert _snapshot(world) == before, sorted(_snapshot(world) ^ before)
