@@ -323,3 +323,13 @@ def test_two_policies_split_the_downstream_setting() -> None:
     assert "bon/general/gain@16" in table  # one policy there: no suffix
     context = table.attrs["context"]
     assert not [d for d in context["duplicates"] if d["column"].startswith("bon/")] and not context["warnings"]
+
+
+def test_figures_are_logged_to_wandb_as_images() -> None:
+    cfg = _cfg(f"select_experiment={EXP}", "n_boot=0", "logger=wandb", "logger.mode=offline")
+    store = _store(cfg)
+    build(store)
+    record = run(cfg)
+    images = list((Path(cfg.paths.output_root) / "correlate").rglob("offline-run-*/files/media/images/figures/*.png"))
+    assert {next(f for f in FIGURES if p.name.startswith(f + "_")) for p in images} == set(FIGURES)
+    assert record.metrics["headline"]  # page one's rows are in the record too
