@@ -175,8 +175,7 @@ class Store:
         """Hold the lock of one record id; yields whether it had to wait for another holder.
 
         ``fcntl.flock`` on ``records/<task>/.<rid>.lock``: the kernel releases it when the holder
-        exits, so a killed run never leaves a lock that blocks. The file is removed once the record
-        exists (a crash leaves an empty, harmless file that the next run reuses).
+        exits, so a killed run never leaves a lock that blocks.
         """
         import fcntl
 
@@ -199,8 +198,10 @@ class Store:
             try:
                 yield waited
             finally:
-                if self.exists(task, rid):
-                    path.unlink(missing_ok=True)
+                # Removed before release: a waiter still holds the old file and proceeds; a newcomer
+                # finds the record (or, after a failure, starts afresh). A SIGKILL leaves an empty file
+                # that the next run of this id reuses and removes.
+                path.unlink(missing_ok=True)
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
     def records(self, task: str | None = None) -> Iterator[Record]:

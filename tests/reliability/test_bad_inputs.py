@@ -42,6 +42,7 @@ def fixtures(world_root: Path, rms: dict[str, str], tmp_path_factory: pytest.Tem
 
     remote = copy("remote_code")
     cfg = json.loads((remote / "config.json").read_text())
+    cfg["model_type"] = "rlexp_custom"  # an architecture transformers does not ship: only the folder's code has it
     cfg["auto_map"] = {"AutoConfig": "custom.CustomConfig",
                        "AutoModelForSequenceClassification": "custom.CustomModel"}
     (remote / "config.json").write_text(json.dumps(cfg))
@@ -144,8 +145,8 @@ def test_bad_inputs_are_one_line_exit_2_and_leave_nothing(world: Path, rms: dict
 
     def run(case: tuple[str, list[str], dict[str, str], str]) -> tuple[str, str | None]:
         name, argv, extra, expect = case
-        out = subprocess.run(rlexp_cmd(*argv), env=env_with(RLEXP_ROOT=str(world), **extra), capture_output=True,
-                             text=True, timeout=300)
+        out = subprocess.run(rlexp_cmd(*argv), env=env_with(**{"RLEXP_ROOT": str(world), **extra}),
+                             capture_output=True, text=True, timeout=300)
         lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
         errors = [ln for ln in lines if ln.startswith("rlexp")]
         if out.returncode != 2:
