@@ -4,31 +4,16 @@ provenance (record ids, data ids, library versions). Page one is :mod:`rlexp.ana
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
 from rlexp.analysis.figures import FIGURES
+from rlexp.analysis.markdown import fmt_num as _num
+from rlexp.analysis.markdown import is_missing as _nan
 from rlexp.analysis.markdown import markdown_table
 from rlexp.analysis.table import DESIGN_FACTORS, downstream_columns, main_benchmark_columns
-
-
-def _nan(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
-
-
-def _num(v: Any, digits: int = 3) -> str:
-    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
-        v = v.item()  # numpy scalar
-    if _nan(v):
-        return "n/a"
-    if isinstance(v, bool):
-        return str(v)
-    if isinstance(v, (int, float)):
-        return f"{float(v):.{digits}f}" if isinstance(v, float) else str(v)
-    return str(v)
 
 
 def _factor(v: Any) -> str:

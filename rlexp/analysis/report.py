@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from rlexp.analysis.appendices import (
 from rlexp.analysis.correlation import MIN_TESTABLE
 from rlexp.analysis.figures import all_figures
 from rlexp.analysis.front_page import page_one
+from rlexp.analysis.markdown import is_missing as _nan
 from rlexp.analysis.markdown import markdown_table
 from rlexp.analysis.table import (
     without_attrs,
@@ -40,22 +42,6 @@ from rlexp.analysis.table import (
 
 STAT_LABELS = {"spearman": "Spearman ρ", "kendall": "Kendall τ-b", "pearson": "Pearson r"}
 STAT_LATEX = {"spearman": r"Spearman $\rho$", "kendall": r"Kendall $\tau_b$", "pearson": r"Pearson $r$"}
-
-
-def _nan(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
-
-
-def _num(v: Any, digits: int = 3) -> str:
-    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
-        v = v.item()  # numpy scalar
-    if _nan(v):
-        return "n/a"
-    if isinstance(v, bool):
-        return str(v)
-    if isinstance(v, (int, float)):
-        return f"{float(v):.{digits}f}" if isinstance(v, float) else str(v)
-    return str(v)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -275,8 +261,6 @@ def render_documents(out_dir: Path, table: pd.DataFrame, corr: pd.DataFrame, con
 
 
 def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
     out = {}
     for name in ("rlexp", "torch", "transformers", "trl", "numpy", "scipy", "pandas"):
         try:

@@ -18,6 +18,7 @@ import rlexp.config
 from rlexp.analysis import report
 from rlexp.analysis.correlation import ndcg
 from rlexp.analysis.figures import FIGURES
+from rlexp.analysis.markdown import fmt_num
 from rlexp.analysis.table import build_table, collect
 from rlexp.errors import ConfigError, DataError
 from rlexp.store import Store
@@ -165,10 +166,10 @@ def test_report_shows_bon_gain_by_prompt_group() -> None:
     assert "RM–gold ρ" in section
     for i, _ in enumerate(study.rms):
         a = agreement(i)
-        assert f"| {report._num(a['mean_spearman'])} ({a['prompts']} of {a['total_prompts']}) |" in section
+        assert f"| {fmt_num(a['mean_spearman'])} ({a['prompts']} of {a['total_prompts']}) |" in section
         fact, math_ = by_group(i)["fact"], by_group(i)["math"]
-        assert f"{report._num(fact['gain'])} [{report._num(fact['gain_ci'][0])}, {report._num(fact['gain_ci'][1])}]" in section
-        assert f"{report._num(math_['gain'])} [{report._num(math_['gain_ci'][0])}," in section
+        assert f"{fmt_num(fact['gain'])} [{fmt_num(fact['gain_ci'][0])}, {fmt_num(fact['gain_ci'][1])}]" in section
+        assert f"{fmt_num(math_['gain'])} [{fmt_num(math_['gain_ci'][0])}," in section
 
 
 def test_report_says_whether_bon_gains_differ_beyond_prompt_noise() -> None:
@@ -188,8 +189,8 @@ def test_report_says_whether_bon_gains_differ_beyond_prompt_noise() -> None:
     text = (_outputs(store, record) / "report.md").read_text()
     section = text.split("### Do Best-of-N gains differ across RMs?", 1)[1].split("\n### ", 1)[0]
     ci = d["difference_ci"]
-    assert f"| {col} | {d['best']['label']} {report._num(d['best']['gain'])} |" in section
-    assert f"{report._num(d['difference'])} [{report._num(ci[0])}, {report._num(ci[1])}]" in section
+    assert f"| {col} | {d['best']['label']} {fmt_num(d['best']['gain'])} |" in section
+    assert f"{fmt_num(d['difference'])} [{fmt_num(ci[0])}, {fmt_num(ci[1])}]" in section
     assert f"{d['pairs_separated']} of {d['pairs']}" in section
     # The Friedman test over the same per-prompt gains, as scipy computes it.
     paths = table.attrs["context"]["per_prompt"][col]
