@@ -159,7 +159,6 @@ class RewardTrainerConfig:
     bf16: str = "auto"  # auto (bf16 on GPU only) | true | false
     gradient_checkpointing: bool = False
     group_by_length: bool = True
-    data_order: str = "epoch"  # epoch (seeded per epoch: resumes to the same weights) | global (legacy)
     extra: dict[str, Any] = field(default_factory=dict)
 
 

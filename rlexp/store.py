@@ -53,7 +53,6 @@ def content_hash(obj: Any, length: int = 16) -> str:
 HASH_NEUTRAL: dict[tuple[str, str], Any] = {
     ("scorer", "tokenizer"): "auto",
     ("scorer", "tokenizer_check"): None,
-    ("trainer", "data_order"): "global",  # the old order keeps the old ids; the new default gets new ones
 }
 
 

@@ -173,7 +173,7 @@ def _train(ctx: RunContext, cfg: DictConfig, lineage: Any, rows: list[Any], mix:
     peft_config = rt.lora_config(cfg.peft.r, cfg.peft.alpha, cfg.peft.dropout, cfg.peft.target_modules) if cfg.peft.enabled else None
     t_train = time.time()
     trained, train_metrics = rt.train(model, tokenizer, data, args, peft_config=peft_config, resume=resume,
-                                         group_by_length=t.group_by_length, data_order=t.data_order)
+                                         group_by_length=t.group_by_length)
     train_seconds = time.time() - t_train
     if cfg.peft.enabled:
         trained.save_pretrained(ctx.work_dir / "adapter")
