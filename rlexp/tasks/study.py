@@ -1,6 +1,6 @@
 """`rlexp study experiment=<preset>`: the whole grid in one resumable command.
 
-lineages × mixes × epochs -> train_rm; every RM -> evaluate (both benchmarks, each profile mode);
+lineages × mixes × epochs (× seeds) -> train_rm; every RM -> evaluate (both benchmarks, each profile mode);
 one pool per (policy, prompt set) -> bon for every RM; ppo for a configured subset of RMs (plus
 the gold judge as an upper bound); then correlate. Every step is a task run with its record, so
 a killed study resumes where it stopped, a finished one only re-renders, and adding an RM costs
