@@ -35,7 +35,7 @@ def main() -> None:
     t_rlexp = time.perf_counter() - t0
 
     # By hand: generate once, score 8 times (the lower bound of any plan).
-    from rlexp.scoring.base import ScoreInput
+    from rlexp.scorer import ScoreInput
     from rlexp.scoring.resolve import resolve_rm, reward_scorer
     from rlexp.store import Store
 

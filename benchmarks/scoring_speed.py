@@ -23,7 +23,7 @@ def main() -> None:
     from rlexp.data.loaders import load_rb2
     from rlexp.models.lineages import resolve_lineage
     from rlexp.models.loading import load_tokenizer
-    from rlexp.scoring.base import ScoreInput
+    from rlexp.scorer import ScoreInput
     from rlexp.scoring.reward_model import RewardModelScorer, ScorerSettings
     from rlexp.tasks.data import resolve_ref
 

@@ -14,7 +14,7 @@ import numpy as np
 from rlexp.benchmarks.personalized_math import pairwise_accuracy
 from rlexp.benchmarks.rewardbench2_math import reroll, score_rewardbench2, unroll
 from rlexp.data.schemas import PRBItem, RB2Item
-from rlexp.scoring.base import ScoreInput, Scorer
+from rlexp.scorer import ScoreInput, Scorer
 
 
 def score_chunked(scorer: Scorer, inputs: list[ScoreInput], desc: str, progress: bool, chunk: int = 256) -> np.ndarray:

@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlexp.data.schemas import PromptItem
 from rlexp.errors import DataError
-from rlexp.scoring.base import ScoreInput, Scorer
+from rlexp.scorer import ScoreInput, Scorer
 from rlexp.store import Store
 
 

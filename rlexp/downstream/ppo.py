@@ -24,7 +24,7 @@ from rlexp.data.schemas import PromptItem
 from rlexp.downstream.sampling import chat_messages
 from rlexp.errors import ConfigError
 from rlexp.models.loading import drop_log_printer
-from rlexp.scoring.base import ScoreInput, Scorer, check_scorer
+from rlexp.scorer import ScoreInput, Scorer, check_scorer
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 

@@ -16,7 +16,7 @@ from typing import Any
 from rlexp.data.schemas import PreferencePair
 from rlexp.errors import ConfigError
 from rlexp.models.loading import drop_log_printer
-from rlexp.scoring.base import ScoreInput
+from rlexp.scorer import ScoreInput
 
 
 @dataclass

@@ -4,7 +4,7 @@
 :class:`GenerativeJudge` prompts it in the ways the two benchmarks use a generative judge:
 
 * RB2 *ratings* mode (RB2 reference §2.4): one call per completion, a short explanation and then a
-  1-10 rating; the judge is a :class:`~rlexp.scoring.base.Scorer` in this mode, so Best-of-N and PPO
+  1-10 rating; the judge is a :class:`~rlexp.scorer.Scorer` in this mode, so Best-of-N and PPO
   can use it like any reward model. A Ties variant of the prompt tells it to ignore depth and detail.
 * RB2 *rankings* mode: all four answers in one MT-Bench-style prompt, verdict ``[[A]]`` .. ``[[D]]``.
   Unlike the reference, which draws the correct answer's slot from numpy's unseeded global RNG, the
@@ -41,7 +41,7 @@ from rlexp.benchmarks.rewardbench2_math import (
 from rlexp.data.formatting import DEFAULT_K, DEFAULT_SEPARATOR, PROFILE_MODES, Planner, rm_user_turn
 from rlexp.data.schemas import ProfilePost
 from rlexp.errors import ConfigError, DataError
-from rlexp.scoring.base import ScoreInput, ScoreStats
+from rlexp.scorer import ScoreInput, ScoreStats
 
 log = logging.getLogger("rlexp")
 
@@ -293,7 +293,7 @@ class JudgeSettings:
 
 
 class GenerativeJudge:
-    """An LLM judge; as a :class:`~rlexp.scoring.base.Scorer` it runs RB2 ratings mode.
+    """An LLM judge; as a :class:`~rlexp.scorer.Scorer` it runs RB2 ratings mode.
 
     ``score`` returns each response's 1-10 rating, or -1 when the output has none (counted in
     ``stats.parse_failures``). :meth:`rank_rb2` and :meth:`pairwise` run the other two modes.

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from rlexp.errors import ConfigError, DataError
-from rlexp.scoring.base import ScoreInput, Scorer, ScoreStats, check_scorer
+from rlexp.scorer import ScoreInput, Scorer, ScoreStats, check_scorer
 from rlexp.scoring.generative import ChatLM, Messages
 
 MATCH_SCORES: tuple[int, ...] = (0, 1, 2)

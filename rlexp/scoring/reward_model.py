@@ -18,7 +18,7 @@ import numpy as np
 
 from rlexp.data.formatting import DEFAULT_K, DEFAULT_SEPARATOR, Planner, rm_user_turn
 from rlexp.errors import ConfigError, DataError
-from rlexp.scoring.base import ScoreInput, ScoreStats
+from rlexp.scorer import ScoreInput, ScoreStats
 
 log = logging.getLogger("rlexp")
 
@@ -67,7 +67,7 @@ def pick_device(name: str) -> str:
 
 
 class RewardModelScorer:
-    """A 1-label sequence classifier behind the :class:`~rlexp.scoring.base.Scorer` interface."""
+    """A 1-label sequence classifier behind the :class:`~rlexp.scorer.Scorer` interface."""
 
     def __init__(
         self,

@@ -19,7 +19,7 @@ def test_cross_lineage_rm_reward_equals_rm_score_of_decoded_text(world: Path, rm
     """A tiny_qwen RM drives PPO of a tiny_llama policy; the rewards are the RM's scores of the text."""
     from rlexp.downstream import ppo as adapter
     from rlexp.models.loading import load_causal_lm, load_reward_model, load_tokenizer
-    from rlexp.scoring.base import ScoreInput
+    from rlexp.scorer import ScoreInput
     from rlexp.scoring.resolve import reward_for
     from rlexp.tasks.sample import load_prompt_set, resolve_policy
 
@@ -111,7 +111,7 @@ class BulletedListReward:
     name = "bulleted-list"
 
     def __init__(self) -> None:
-        from rlexp.scoring.base import ScoreStats
+        from rlexp.scorer import ScoreStats
 
         self.stats = ScoreStats()
 

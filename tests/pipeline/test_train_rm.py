@@ -85,7 +85,7 @@ def test_lora_trains_saves_and_reloads_to_same_scores(world: Path, rms: dict[str
     from peft import AutoPeftModelForSequenceClassification
 
     from rlexp.models.loading import load_tokenizer
-    from rlexp.scoring.base import ScoreInput
+    from rlexp.scorer import ScoreInput
     from rlexp.scoring.reward_model import RewardModelScorer
     from rlexp.tasks import train_rm
 

@@ -23,7 +23,7 @@ from rlexp.benchmarks.rewardbench2_math import parse_rating
 from rlexp.data.schemas import ProfilePost, RubricAspect
 from rlexp.errors import ConfigError, DataError
 from rlexp.models import tiny
-from rlexp.scoring.base import ScoreInput, Scorer
+from rlexp.scorer import ScoreInput, Scorer
 from rlexp.scoring.generative import (
     RANKING_LETTERS,
     TIES_CLAUSE,

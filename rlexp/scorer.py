@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from rlexp.data.schemas import ProfilePost
+from rlexp.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,6 @@ class Scorer(Protocol):
 
 def check_scorer(obj: Any, what: str = "reward") -> Scorer:
     """Fail with one line if ``obj`` is not a scorer."""
-    from rlexp.errors import ConfigError
-
     if not isinstance(obj, Scorer):
         raise ConfigError(f"{what} {obj!r} is not a scorer (it needs .name, .stats and .score(items))")
     return obj
