@@ -35,8 +35,9 @@ def main() -> None:
     t_rlexp = time.perf_counter() - t0
 
     # By hand: generate once, score 8 times (the lower bound of any plan).
+    from rlexp import inputs
     from rlexp.scorer import ScoreInput
-    from rlexp.scoring.resolve import resolve_rm, reward_scorer
+    from rlexp.scoring.factory import reward_scorer
     from rlexp.store import Store
 
     t0 = time.perf_counter()
@@ -46,12 +47,12 @@ def main() -> None:
 
     store = Store(cfg.paths.store)
     # The same (question, sample) inputs bon scores, so only the plan differs.
-    prompts, _ = sample.load_prompt_set(cfg)
+    prompts, _ = inputs.prompt_set(cfg)
     texts, _ = pool_matrix(str(store.resolve(pool.artifacts["pool"])), prompts)
     inputs = [ScoreInput(p.prompt, t) for p, row in zip(prompts, texts, strict=True) for t in row]
     bcfg = compose("bon", "rm=x")
     for rid in rms:
-        reward_scorer(resolve_rm(rid, store), bcfg.scorer, bcfg.profile).score(inputs)
+        reward_scorer(inputs.rm(rid, store), bcfg.scorer, bcfg.profile).score(inputs)
     t_hand = time.perf_counter() - t0
 
     # Naive: a fresh pool for every RM.

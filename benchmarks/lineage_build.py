@@ -14,21 +14,20 @@ from _common import compose, use_root
 def main() -> None:
     root = use_root("lineage")
     shutil.rmtree(root / "runs" / "records" / "lineage", ignore_errors=True)
-    from rlexp.models.lineages import resolve_lineage
-    from rlexp.tasks.data import ensure_sandbox
+    from rlexp import inputs
 
-    ensure_sandbox(compose("train_rm"))
+    inputs.sandbox(compose("train_rm"))
     t0 = time.perf_counter()
     for name in ("tiny_llama", "tiny_qwen"):
         t = time.perf_counter()
-        lin = resolve_lineage(compose("train_rm", f"model={name}"))
+        lin = inputs.lineage(compose("train_rm", f"model={name}"))
         print(f"{name:<11} built in {time.perf_counter() - t:6.1f}s -> {lin.base}")
     print(f"both built in {time.perf_counter() - t0:.1f}s (target <= 180s)")
     from rlexp.models.loading import load_causal_lm, load_tokenizer
 
     for name in ("tiny_llama", "tiny_qwen"):
         t = time.perf_counter()
-        lin = resolve_lineage(compose("train_rm", f"model={name}"))
+        lin = inputs.lineage(compose("train_rm", f"model={name}"))
         load_tokenizer(lin.instruct)
         model = load_causal_lm(lin.instruct)
         n = sum(p.numel() for p in model.parameters())

@@ -22,19 +22,19 @@ SETTINGS = {
 
 def main() -> None:
     use_root("ppo")
+    from rlexp import inputs
     from rlexp.downstream import ppo as adapter
     from rlexp.models.loading import load_causal_lm, load_reward_model, load_tokenizer
-    from rlexp.scoring.resolve import resolve_rm, reward_scorer
+    from rlexp.scoring.factory import reward_scorer
     from rlexp.store import Store
     from rlexp.tasks import train_rm
-    from rlexp.tasks.sample import load_prompt_set, resolve_policy
 
     rid = train_rm.run(compose("train_rm", "model=tiny_llama", "data=general", "data.max_rows=400")).id
     cfg = compose("ppo", f"rm={rid}", "prompts=general", "profile=none")
-    policy_path, _, _ = resolve_policy(cfg)
-    prompts, _ = load_prompt_set(cfg, split="train")
+    policy_path, _, _ = inputs.policy(cfg)
+    prompts, _ = inputs.prompt_set(cfg, split="train")
     tok = load_tokenizer(policy_path, padding_side="left")
-    rm = resolve_rm(rid, Store(cfg.paths.store))
+    rm = inputs.rm(rid, Store(cfg.paths.store))
     dataset = adapter.tokenise_prompts(tok, prompts, 10)
 
     def models():

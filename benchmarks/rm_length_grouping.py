@@ -22,12 +22,12 @@ def main() -> None:
     use_root("train_rm")
     import torch
 
+    from rlexp import inputs
     from rlexp.models import reward_training
-    from rlexp.models.lineages import resolve_lineage
     from rlexp.tasks import train_rm
 
     torch.set_num_threads(1)  # as in a study job
-    resolve_lineage(compose("train_rm", "model=tiny_llama"))  # cached inputs, not part of the measurement
+    inputs.lineage(compose("train_rm", "model=tiny_llama"))  # cached inputs, not part of the measurement
     base = int(time.time()) % 100000
     variants = {"random batches": (False, 4), "rlexp grouping (4)": (True, 4), "transformers' (<=50)": (True, None)}
     got: dict[str, list[tuple[float, float]]] = {v: [] for v in variants}

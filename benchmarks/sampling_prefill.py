@@ -20,17 +20,17 @@ def main() -> None:
     use_root("sampling")
     import torch
 
-    from rlexp.downstream.sampling import HFSampler, SamplingSettings, chat_messages
-    from rlexp.models.lineages import resolve_lineage
+    from rlexp import inputs
+    from rlexp.config import SamplingConfig
+    from rlexp.downstream.sampling import HFSampler, chat_messages
     from rlexp.models.loading import load_causal_lm, load_tokenizer
-    from rlexp.tasks.sample import load_prompt_set
 
     torch.set_num_threads(1)
     cfg = compose("sample", "model=tiny_llama", "prompts=personalized", f"prompts.limit={n_prompts}")
-    path = resolve_lineage(cfg).checkpoint("instruct")
-    prompts, _ = load_prompt_set(cfg)
+    path = inputs.lineage(cfg).checkpoint("instruct")
+    prompts, _ = inputs.prompt_set(cfg)
     tok, model = load_tokenizer(path, padding_side="left"), load_causal_lm(path)
-    s = SamplingSettings(n=n, profile_k=cfg.sampling.profile_k, max_new_tokens=cfg.sampling.max_new_tokens)
+    s = SamplingConfig(n=n, profile_k=cfg.sampling.profile_k, max_new_tokens=cfg.sampling.max_new_tokens)
     convs = [chat_messages(p, s.profile_k) for p in prompts]
     sampler = HFSampler(model, tok)
     lengths = [len(tok.apply_chat_template(c, add_generation_prompt=True, tokenize=True, return_dict=False)) for c in convs]

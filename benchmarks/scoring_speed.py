@@ -19,19 +19,19 @@ def main() -> None:
     import torch
     from transformers import AutoModelForSequenceClassification, LlamaConfig
 
+    from rlexp import inputs
     from rlexp.benchmarks.rewardbench2_math import unroll
+    from rlexp.config import ScorerConfig
     from rlexp.data.loaders import load_rb2
-    from rlexp.models.lineages import resolve_lineage
     from rlexp.models.loading import load_tokenizer
     from rlexp.scorer import ScoreInput
-    from rlexp.scoring.reward_model import RewardModelScorer, ScorerSettings
-    from rlexp.tasks.data import resolve_ref
+    from rlexp.scoring.reward_model import RewardModelScorer
 
     cfg = compose("evaluate", "rm=x")
-    items = load_rb2(resolve_ref("sandbox:rb2", cfg)[0])
+    items = load_rb2(inputs.data_ref("sandbox:rb2", cfg)[0])
     texts, index = unroll(items)
     inputs = [ScoreInput(items[i].prompt, t) for t, (i, _) in zip(texts, index, strict=True)]
-    tok = load_tokenizer(resolve_lineage(compose("train_rm", "model=tiny_llama")).base, padding_side="right")
+    tok = load_tokenizer(inputs.lineage(compose("train_rm", "model=tiny_llama")).base, padding_side="right")
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=len(tok), hidden_size=512, intermediate_size=1376, num_hidden_layers=6,
                          num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=2048,
@@ -39,7 +39,7 @@ def main() -> None:
     model = AutoModelForSequenceClassification.from_config(config).eval()
     params = sum(p.numel() for p in model.parameters())
 
-    scorer = RewardModelScorer(model, tok, ScorerSettings(batch_size=32, max_length=2048))
+    scorer = RewardModelScorer(model, tok, ScorerConfig(batch_size=32, max_length=2048))
     rendered = [scorer.render(x) for x in inputs]
     lengths = np.array([len(ids) for ids in scorer.encode(rendered)])
 

@@ -13,10 +13,10 @@ from _common import compose, use_root
 
 def main() -> None:
     use_root("train_rm")
-    from rlexp.models.lineages import resolve_lineage
+    from rlexp import inputs
     from rlexp.tasks import train_rm
 
-    resolve_lineage(compose("train_rm", "model=tiny_llama"))  # cached inputs, not part of the measurement
+    inputs.lineage(compose("train_rm", "model=tiny_llama"))  # cached inputs, not part of the measurement
     seed = int(time.time()) % 100000  # a fresh record every run
     cfg = compose("train_rm", "model=tiny_llama", "data=general", "data.max_rows=2222", f"seed={seed}",
                   "heldout_fraction=0.1", "trainer.save_steps=100000")

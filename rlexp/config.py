@@ -8,11 +8,14 @@ settings (``trainer:``) stay untyped YAML passed to ``instantiate`` (OmegaConf c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
+
+from rlexp.errors import ConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
@@ -28,6 +31,107 @@ if not OmegaConf.has_resolver("rlexp_subdir"):
     )
 
 
+# Choice fields are enums, so Hydra rejects a bad value at compose time, naming the key and the
+# allowed values. Members are named by their values (StrEnum): records, hashes and comparisons
+# with plain strings see the same text as before.
+
+
+class LoggerKind(StrEnum):
+    wandb = "wandb"
+    none = "none"
+
+
+class WandbMode(StrEnum):
+    offline = "offline"
+    online = "online"
+    disabled = "disabled"
+
+
+class Device(StrEnum):
+    auto = "auto"
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+class Checkpoint(StrEnum):
+    base = "base"
+    instruct = "instruct"
+
+
+class ProfileMode(StrEnum):
+    none = "none"
+    raw = "raw"
+    planner = "planner"
+
+
+class PlannerKind(StrEnum):
+    sandbox = "sandbox"
+    lm = "lm"
+
+
+class ScorerKind(StrEnum):
+    seq_cls = "seq_cls"
+    generative = "generative"
+
+
+class TruncationSide(StrEnum):
+    left = "left"
+    right = "right"
+
+
+class DType(StrEnum):
+    auto = "auto"
+    float32 = "float32"
+    bfloat16 = "bfloat16"
+    float16 = "float16"
+
+
+class JudgeMode(StrEnum):
+    ratings = "ratings"
+    rankings = "rankings"
+
+
+class TokenizerSource(StrEnum):
+    auto = "auto"  # transformers' AutoTokenizer
+    file = "file"  # the folder's tokenizer.json exactly as written
+
+
+class TokenizerCheck(StrEnum):
+    warn = "warn"
+    error = "error"
+    off = "off"
+
+
+class SamplingBackend(StrEnum):
+    hf = "hf"
+    vllm = "vllm"
+
+
+class JudgeName(StrEnum):
+    auto = "auto"
+    rubric = "rubric"
+    verifier = "verifier"
+    rm = "rm"
+    llm = "llm"
+
+
+class JudgeVariant(StrEnum):
+    lampqa = "lampqa"  # per aspect, /2
+    prb = "prb"  # one list judgement, 0-2
+
+
+class Algorithm(StrEnum):
+    ppo = "ppo"
+    grpo = "grpo"
+    rloo = "rloo"
+
+
+class ValueInit(StrEnum):
+    auto = "auto"  # the RM if same lineage, else the policy
+    rm = "rm"
+    policy = "policy"
+
+
 @dataclass
 class PathsConfig:
     root: str = "${oc.env:RLEXP_ROOT,${rlexp_root:}}"
@@ -38,8 +142,8 @@ class PathsConfig:
 
 @dataclass
 class LoggerConfig:
-    kind: str = "none"  # wandb | none
-    mode: str = "offline"  # offline | online | disabled
+    kind: LoggerKind = LoggerKind.none
+    mode: WandbMode = WandbMode.offline
     project: str = "rlexp"
     entity: str | None = None
     group: str | None = None
@@ -48,7 +152,7 @@ class LoggerConfig:
 @dataclass
 class RuntimeConfig:
     threads: int = 0  # torch threads per job; 0 = leave torch's default
-    device: str = "auto"  # auto | cpu | cuda
+    device: Device = Device.auto
 
 
 @dataclass
@@ -114,7 +218,7 @@ class ModelConfig:
 
     name: str = "tiny_llama"
     lineage: str = "tiny_llama"
-    checkpoint: str = "instruct"  # base | instruct
+    checkpoint: Checkpoint = Checkpoint.instruct
     name_or_path: str | None = None
     trust_remote_code: bool = False
     tiny: TinyConfig | None = None
@@ -136,10 +240,10 @@ class MixConfig:
 class ProfileConfig:
     """How a user profile reaches a scorer: none | raw | planner (same code everywhere)."""
 
-    mode: str = "none"
+    mode: ProfileMode = ProfileMode.none
     k: int = 10
     separator: str = "\n\n"
-    planner: str = "sandbox"  # sandbox | lm
+    planner: PlannerKind = PlannerKind.sandbox
 
 
 @dataclass
@@ -194,21 +298,20 @@ class TrainRMConfig(TaskBase):
 class ScorerConfig:
     """How a reward model reads its inputs; all of it is recorded with the scores."""
 
-    kind: str = "seq_cls"  # seq_cls | generative
+    kind: ScorerKind = ScorerKind.seq_cls
     max_length: int = 2048
-    truncation_side: str = "right"
+    truncation_side: TruncationSide = TruncationSide.right
     batch_size: int = 32
-    dtype: str = "auto"
-    device: str = "auto"
+    dtype: DType = DType.auto  # auto: float32 on CPU, bfloat16 on GPU
+    device: Device = Device.auto
     sort_by_length: bool = True
     fallback_template: str = "tulu"
     trust_remote_code: bool = False
-    judge_mode: str = "ratings"  # generative judges on RB2: ratings | rankings
+    judge_mode: JudgeMode = JudgeMode.ratings  # generative judges on RB2
     max_new_tokens: int = 512  # generative judges
-    # auto: transformers' AutoTokenizer; file: the folder's tokenizer.json exactly as written.
-    tokenizer: str = "auto"
-    # When the loaded tokenizer's ids differ from tokenizer.json: warn | error | off.
-    tokenizer_check: str = "warn"
+    tokenizer: TokenizerSource = TokenizerSource.auto
+    # When the loaded tokenizer's ids differ from tokenizer.json.
+    tokenizer_check: TokenizerCheck = TokenizerCheck.warn
 
 
 @dataclass
@@ -262,7 +365,18 @@ class SamplingConfig:
     batch_prompts: int = 8
     chunk_prompts: int = 32
     profile_k: int = 3
-    backend: str = "hf"  # hf | vllm (GPU only)
+    backend: SamplingBackend = SamplingBackend.hf  # vllm: GPU only
+
+    def __post_init__(self) -> None:
+        # Runs when a task converts its node (OmegaConf.to_object), before any model loads.
+        if self.n < 1:
+            raise ConfigError(f"sampling.n={self.n} must be >= 1")
+        if self.max_new_tokens < 1:
+            raise ConfigError(f"sampling.max_new_tokens={self.max_new_tokens} must be >= 1")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"sampling.top_p={self.top_p} must be in (0, 1]")
+        if self.temperature < 0:
+            raise ConfigError(f"sampling.temperature={self.temperature} must be >= 0")
 
 
 @dataclass
@@ -278,10 +392,10 @@ class SampleConfig(TaskBase):
 class JudgeConfig:
     """The gold judge: auto (rubric for personalized, verifier for general), rubric, verifier, rm, llm."""
 
-    name: str = "auto"
+    name: JudgeName = JudgeName.auto
     rm: str | None = None  # for name=rm: an RM used as gold
     model: str | None = None  # for name=llm: a causal LM folder / hub id / lineage name
-    variant: str = "lampqa"  # llm: lampqa (per aspect, /2) | prb (list, 0-2)
+    variant: JudgeVariant = JudgeVariant.lampqa  # for name=llm
 
 
 @dataclass
@@ -297,7 +411,7 @@ class BonConfig(SampleConfig):
 
 @dataclass
 class PPOSettings:
-    """TRL PPO settings rlexp owns (CPU-safe defaults); ``extra`` passes anything else to PPOConfig."""
+    """TRL PPO settings rlexp owns (CPU-safe defaults); ``extra`` passes anything else to TRL's PPOConfig."""
 
     learning_rate: float = 5e-5
     total_episodes: int = 256
@@ -322,11 +436,11 @@ class PPOSettings:
 
 
 @dataclass
-class PPOConfig(SampleConfig):
+class PPOTaskConfig(SampleConfig):
     task_name: str = "ppo"
     rm: str = "???"  # train_rm record id | folder | hub id | judge:rubric | judge:verifier
-    algorithm: str = "ppo"  # ppo | grpo | rloo
-    value_init: str = "auto"  # auto (the RM if same lineage, else the policy) | rm | policy
+    algorithm: Algorithm = Algorithm.ppo
+    value_init: ValueInit = ValueInit.auto
     reward_scale: float = 1.0
     trainer: PPOSettings = field(default_factory=PPOSettings)
     peft: PeftConfig = field(default_factory=PeftConfig)
@@ -351,7 +465,7 @@ class CorrelateHeadlineConfig:
     """What page one of the report leads with, declared before the numbers are seen."""
 
     # PRB profile mode of the headline PRB column; null = the mode the downstream RMs scored with.
-    prb_mode: str | None = None
+    prb_mode: ProfileMode | None = None
     # Data mixes whose RMs are controls (e.g. flipped labels): headline correlations are also
     # reported without them.
     controls: list[str] = field(default_factory=lambda: ["flipped"])
@@ -366,12 +480,48 @@ class CorrelateConfig(TaskBase):
     rms: list[str] | None = None  # every evaluate/bon/ppo record of these RMs
     select_experiment: str | None = None  # null: experiment_name (when neither records nor rms)
     k: int | None = None  # BoN k of the gain columns; null = the largest available
-    profile_modes: list[str] | None = None  # PRB profile modes to tabulate; null = all found
+    profile_modes: list[ProfileMode] | None = None  # PRB profile modes to tabulate; null = all found
     n_boot: int = 1000
     boot_subsets: bool = False  # bootstrap CIs for RB2 subset / PRB domain columns too (slow)
     ndcg: CorrelateNDCGConfig = field(default_factory=CorrelateNDCGConfig)
     headline: CorrelateHeadlineConfig = field(default_factory=CorrelateHeadlineConfig)
     alpha: float = 0.05
+
+
+@dataclass
+class PPOPick:
+    model: str = "tiny_llama"
+    data: str = "personal"
+    epochs: float = 1.0
+
+
+@dataclass
+class StudyGrid:
+    lineages: list[str] = field(default_factory=lambda: ["tiny_llama", "tiny_qwen"])
+    mixes: list[str] = field(default_factory=lambda: ["general", "personal", "mix", "flipped"])
+    epochs: list[float] = field(default_factory=lambda: [1.0, 2.0])
+    train_profile: str = "planner"
+    eval_profiles: list[str] = field(default_factory=lambda: ["none", "planner"])
+    prompt_sets: list[str] = field(default_factory=lambda: ["personalized", "general"])
+    policy: str = "tiny_llama"
+    ppo: list[PPOPick] = field(default_factory=list)
+    ppo_upper_bound: bool = True
+    # Training seeds: every RM configuration and every PPO pick runs once per seed (the RM of a
+    # PPO pick is the one trained with the same seed), so the report can show seed-to-seed spread
+    # next to the prompt CIs. null = the study's own ``seed`` only. Evaluation, sampling pools and
+    # Best-of-N keep the study seed: one pool serves every RM.
+    seeds: list[int] | None = None
+    n_jobs: int = 2
+    # task -> extra hydra overrides; the key ``model`` applies to every task that builds or loads
+    # a lineage (train_rm, sample, bon, ppo), so e.g. a lighter tiny lineage stays one lineage.
+    overrides: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class StudyConfig(TaskBase):
+    task_name: str = "study"
+    study: StudyGrid = field(default_factory=StudyGrid)  # typed here; other tasks ignore it
+    k: int | None = None
 
 
 SCHEMAS: dict[str, type] = {
@@ -381,15 +531,10 @@ SCHEMAS: dict[str, type] = {
     "evaluate": EvaluateConfig,
     "sample": SampleConfig,
     "bon": BonConfig,
-    "ppo": PPOConfig,
+    "ppo": PPOTaskConfig,
     "correlate": CorrelateConfig,
+    "study": StudyConfig,
 }
-
-
-def register(name: str, node: type) -> None:
-    """Register a task's schema as ``<name>_schema`` (listed first in the task's defaults)."""
-    SCHEMAS[name] = node
-    ConfigStore.instance().store(name=f"{name}_schema", node=node)
 
 
 def register_all() -> None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rlexp.config import CONF_DIR
 from rlexp.errors import ConfigError, RlexpError
 from rlexp.store import Record, Store, git_commit, library_versions, record_id
 from rlexp.tracking import Tracker, redact, track
@@ -156,14 +157,9 @@ def _tracked(task: str, cfg: DictConfig, body: Body, store: Store, config: dict[
 
 def compose_task(task: str, overrides: list[str]) -> DictConfig:
     """A task's config, composed like `rlexp <task> overrides` would."""
-    import importlib
-
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from rlexp.config import CONF_DIR
-
-    importlib.import_module(f"rlexp.tasks.{task}")
     if GlobalHydra.instance().is_initialized():
         return compose(task, overrides=overrides)
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
@@ -187,8 +183,6 @@ def hydra_entry(task: str, run: Callable[[DictConfig], Any]) -> Callable[[], Non
     In a multirun a failed job is reported and the sweep goes on with the other jobs.
     """
     import hydra
-
-    from rlexp.config import CONF_DIR
 
     @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name=task)
     def _main(cfg: DictConfig) -> Any:

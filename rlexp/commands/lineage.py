@@ -5,17 +5,16 @@ from __future__ import annotations
 import argparse
 import time
 
+from omegaconf import DictConfig
+
+from rlexp import inputs
 from rlexp.config import CONF_DIR
 from rlexp.errors import ConfigError
+from rlexp.runtime import compose_task
 
 
-def _compose(name: str, overrides: list[str]):
-    from hydra import compose, initialize_config_dir
-
-    import rlexp.tasks.train_rm  # noqa: F401  (registers the schema)
-
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return compose("train_rm", overrides=[f"model={name}", "logger=none", *overrides])
+def _compose(name: str, overrides: list[str]) -> DictConfig:
+    return compose_task("train_rm", [f"model={name}", "logger=none", *overrides])
 
 
 def main(args: list[str]) -> int:
@@ -27,15 +26,13 @@ def main(args: list[str]) -> int:
     sub.add_parser("ls", help="list the lineages in conf/model/ and the built ones")
     ns = parser.parse_args(args)
     if ns.cmd == "build":
-        from rlexp.models.lineages import resolve_lineage
-
         known = sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml"))
         unknown = [n for n in ns.names if n not in known]
         if unknown:
             raise ConfigError(f"unknown lineage {unknown[0]!r}; lineages (conf/model/): {', '.join(known)}")
         for name in ns.names:
             start = time.time()
-            lineage = resolve_lineage(_compose(name, ns.override))
+            lineage = inputs.lineage(_compose(name, ns.override))
             print(f"{name}: record {lineage.record_id}  base={lineage.base}  ({time.time() - start:.1f}s)")
         return 0
     from omegaconf import OmegaConf

@@ -1,24 +1,21 @@
-"""Scores of a pool's samples by one scorer, cached per (pool, scorer) as a store record.
+"""A pool's samples as a [prompt][sample] matrix, and their scores by one scorer.
 
-Another RM, another k or another judge never regenerates the pool, and a second BoN run with the
-same RM never re-scores it.
+:func:`rlexp.inputs.pool_scores` caches these scores per (pool, scorer) as a store record.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 from omegaconf import DictConfig, OmegaConf
 
+from rlexp.benchmarks.runners import score_chunked
 from rlexp.data.schemas import PromptItem
 from rlexp.errors import DataError
 from rlexp.scorer import ScoreInput, Scorer
-from rlexp.store import Store
 
 
 def pool_matrix(pool_path: str, prompts: Sequence[PromptItem]) -> tuple[list[list[str]], int]:
@@ -52,58 +49,14 @@ def rm_scores_key(rm_id: str, cfg: DictConfig) -> dict[str, Any]:
             "profile": OmegaConf.to_container(cfg.profile, resolve=True)}
 
 
-def score_pool(
-    cfg: DictConfig,
-    *,
-    pool_id: str,
-    pool_path: str,
-    prompts: Sequence[PromptItem],
-    scorer_key: Mapping[str, Any],
-    make_scorer: Callable[[], Scorer],
-    role: str,
-) -> tuple[np.ndarray, str]:
-    """[P, n] scores of the pool by the scorer ``scorer_key`` identifies (cached), and the record id."""
-    from rlexp.runtime import execute
-
-    texts, n = pool_matrix(pool_path, prompts)
-
-    def body(ctx: Any) -> dict[str, Any]:
-        scorer = make_scorer()
-        inputs = [
-            ScoreInput(p.prompt, t, p.profile, p.hidden) for p, row in zip(prompts, texts, strict=False) for t in row
-        ]
-        from rlexp.benchmarks.runners import score_chunked
-
-        flat = score_chunked(scorer, inputs, f"scoring pool ({role})", bool(ctx.cfg.progress))
-        bad = np.flatnonzero(~np.isfinite(flat))
-        if bad.size:
-            p, j = divmod(int(bad[0]), n)
-            raise DataError(f"{role} scorer {scorer.name}: NaN score for prompt {prompts[p].prompt_id!r}, sample {j}")
-        rows = {
-            "prompt_id": [p.prompt_id for p in prompts for _ in range(n)],
-            "sample_index": [j for _ in prompts for j in range(n)],
-            "score": flat.tolist(),
-        }
-        path = ctx.work_dir / "scores.parquet"
-        pq.write_table(pa.table(rows), path)
-        ctx.add_artifact("scores", path)
-        ctx.info["scorer_stats"] = {"items": scorer.stats.items, "truncated": scorer.stats.truncated,
-                                    "parse_failures": scorer.stats.parse_failures}
-        if getattr(scorer, "tokenizer_report", None):
-            ctx.info["tokenizer"] = scorer.tokenizer_report
-        return {"mean": float(flat.mean()), "std": float(flat.std()), "n": int(flat.size)}
-
-    sub = OmegaConf.create(
-        {
-            "paths": OmegaConf.to_container(cfg.paths, resolve=True),
-            "logger": {"kind": "none"},
-            "runtime": OmegaConf.to_container(cfg.runtime, resolve=True),
-            "progress": cfg.get("progress", True),
-            "scorer": json.loads(json.dumps(dict(scorer_key), default=str)),
-            "role": role,
-        }
-    )
-    record = execute("pool_scores", sub, body, inputs={"pool": pool_id})
-    table = pq.read_table(Store(cfg.paths.store).resolve(record.artifacts["scores"])).to_pydict()
-    scores = np.asarray(table["score"], dtype=np.float64).reshape(len(prompts), n)
-    return scores, record.id
+def score_pool_texts(scorer: Scorer, prompts: Sequence[PromptItem], texts: list[list[str]], role: str,
+                     progress: bool) -> np.ndarray:
+    """Flat scores (prompt-major) of a pool's [prompt][sample] texts; a NaN score is an error."""
+    n = len(texts[0]) if texts else 0
+    items = [ScoreInput(p.prompt, t, p.profile, p.hidden) for p, row in zip(prompts, texts, strict=False) for t in row]
+    flat = score_chunked(scorer, items, f"scoring pool ({role})", progress)
+    bad = np.flatnonzero(~np.isfinite(flat))
+    if bad.size:
+        p, j = divmod(int(bad[0]), n)
+        raise DataError(f"{role} scorer {scorer.name}: NaN score for prompt {prompts[p].prompt_id!r}, sample {j}")
+    return flat

@@ -11,13 +11,13 @@ import hashlib
 import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rlexp.config import SamplingConfig
 from rlexp.data.formatting import SYSTEM_PERSONALIZED, policy_prompt
 from rlexp.data.schemas import PromptItem
 from rlexp.errors import ConfigError
@@ -31,28 +31,6 @@ POOL_SCHEMA = pa.schema(
         ("finish_reason", pa.string()),
     ]
 )
-
-
-@dataclass(frozen=True)
-class SamplingSettings:
-    n: int = 16
-    temperature: float = 1.0
-    top_p: float = 0.9
-    max_new_tokens: int = 64
-    batch_prompts: int = 8
-    chunk_prompts: int = 32
-    profile_k: int = 10
-    seed: int = 0
-
-    def validate(self) -> None:
-        if self.n < 1:
-            raise ConfigError(f"sampling.n={self.n} must be >= 1")
-        if self.max_new_tokens < 1:
-            raise ConfigError(f"sampling.max_new_tokens={self.max_new_tokens} must be >= 1")
-        if not 0 < self.top_p <= 1:
-            raise ConfigError(f"sampling.top_p={self.top_p} must be in (0, 1]")
-        if self.temperature < 0:
-            raise ConfigError(f"sampling.temperature={self.temperature} must be >= 0")
 
 
 def chat_messages(item: PromptItem, profile_k: int) -> list[dict[str, str]]:
@@ -104,7 +82,7 @@ class HFSampler:
             cache.update(layer.keys.repeat_interleave(n, 0), layer.values.repeat_interleave(n, 0), i)
         return cache
 
-    def generate(self, prompts: Sequence[list[dict[str, str]]], s: SamplingSettings, seed: int) -> list[list[tuple[str, int, str]]]:
+    def generate(self, prompts: Sequence[list[dict[str, str]]], s: SamplingConfig, seed: int) -> list[list[tuple[str, int, str]]]:
         """For each conversation, ``s.n`` samples as (text, token_count, finish_reason)."""
         import torch
 
@@ -156,12 +134,15 @@ def vllm_available() -> bool:
 def write_pool(
     sampler: HFSampler,
     prompts: Sequence[PromptItem],
-    s: SamplingSettings,
+    s: SamplingConfig,
     work: Path,
     *,
+    seed: int,
     progress: bool = False,
 ) -> tuple[Path, dict[str, int]]:
-    """Generate the pool chunk by chunk (skipping complete chunks), then join them."""
+    """Generate the pool chunk by chunk (skipping complete chunks), then join them.
+
+    ``seed`` is the pool's seed (the task's); each chunk draws from a seed derived from it."""
     from tqdm.auto import tqdm
 
     chunks_dir = work / "chunks"
@@ -177,10 +158,10 @@ def write_pool(
                 bar.update(len(part))
                 continue
             rows: list[dict[str, Any]] = []
-            seed = _chunk_seed(s.seed, c)
+            chunk_seed = _chunk_seed(seed, c)
             for b in range(0, len(part), s.batch_prompts):
                 batch = part[b : b + s.batch_prompts]
-                samples = sampler.generate([chat_messages(it, s.profile_k) for it in batch], s, seed + b)
+                samples = sampler.generate([chat_messages(it, s.profile_k) for it in batch], s, chunk_seed + b)
                 for item, outs in zip(batch, samples, strict=False):
                     for j, (text, count, reason) in enumerate(outs):
                         rows.append(
@@ -196,7 +177,3 @@ def write_pool(
     # The chunks only serve a resume; once joined they would double the pool's disk use.
     shutil.rmtree(chunks_dir)
     return pool, {"chunks": n_chunks, "resumed_chunks": resumed}
-
-
-def read_pool(path: Path) -> pa.Table:
-    return pq.read_table(path)

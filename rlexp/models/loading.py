@@ -175,3 +175,12 @@ def tokenizer_drift(tokenizer: Any, ref: str) -> str | None:
     return (f"tokenizer drift in {ref}: transformers loads it as {type(tokenizer).__name__}, whose token ids differ "
             f"from the folder's tokenizer.json on a probe text ({len(got)} vs {len(expected)} tokens); scores can "
             "differ from other libraries. scorer.tokenizer=file uses the file as written")
+
+
+def pick_device(name: str) -> str:
+    """``auto``: CUDA when available, else CPU; any other name as given."""
+    import torch
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return str(name)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from rlexp.data.formatting import DEFAULT_K, DEFAULT_SEPARATOR, Planner, rm_user_turn
+from rlexp.config import ProfileConfig, ScorerConfig
+from rlexp.data.formatting import Planner, rm_user_turn
 from rlexp.errors import ConfigError, DataError
+from rlexp.models.loading import load_reward_model, load_tokenizer, pick_device, tokenizer_drift
 from rlexp.scorer import ScoreInput, ScoreStats
 
 log = logging.getLogger("rlexp")
@@ -27,24 +28,6 @@ FALLBACK_TEMPLATES: dict[str, str] = {
     "tulu": "<|user|>\n{prompt}\n<|assistant|>\n{response}",
     "plain": "User: {prompt}\nAssistant: {response}",
 }
-
-
-@dataclass
-class ScorerSettings:
-    """How texts become model inputs; every field is recorded with the results."""
-
-    max_length: int = 2048
-    truncation_side: str = "right"
-    batch_size: int = 32
-    dtype: str = "auto"  # auto | float32 | bfloat16 | float16
-    device: str = "auto"
-    sort_by_length: bool = True
-    fallback_template: str = "tulu"
-    profile_mode: str = "none"
-    profile_k: int = DEFAULT_K
-    separator: str = DEFAULT_SEPARATOR
-    tokenizer: str = "auto"  # auto | file (tokenizer.json as written)
-    tokenizer_check: str = "warn"  # warn | error | off: when the loaded ids differ from tokenizer.json
 
 
 def _torch_dtype(name: str, device: str) -> Any:
@@ -58,14 +41,6 @@ def _torch_dtype(name: str, device: str) -> Any:
         raise ConfigError(f"dtype={name!r} is not one of auto, float32, bfloat16, float16") from None
 
 
-def pick_device(name: str) -> str:
-    import torch
-
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return name
-
-
 class RewardModelScorer:
     """A 1-label sequence classifier behind the :class:`~rlexp.scorer.Scorer` interface."""
 
@@ -73,14 +48,14 @@ class RewardModelScorer:
         self,
         model: Any,
         tokenizer: Any,
-        settings: ScorerSettings | None = None,
+        settings: ScorerConfig | None = None,
+        profile: ProfileConfig | None = None,
         *,
         name: str = "rm",
         planner: Planner | None = None,
     ) -> None:
-        self.settings = settings or ScorerSettings()
-        if self.settings.truncation_side not in ("left", "right"):
-            raise ConfigError(f"truncation_side={self.settings.truncation_side!r} is not one of left, right")
+        self.settings = settings or ScorerConfig()
+        self.profile = profile or ProfileConfig()
         if model.config.num_labels != 1:
             raise ConfigError(f"reward model {name!r} has num_labels={model.config.num_labels}; a reward model needs 1")
         self.device = pick_device(self.settings.device)
@@ -98,15 +73,11 @@ class RewardModelScorer:
         self.tokenizer_report: dict[str, Any] = {"class": type(tokenizer).__name__, "source": "given", "drift": None}
 
     @classmethod
-    def from_pretrained(cls, ref: str, settings: ScorerSettings | None = None, **kw: Any) -> RewardModelScorer:
+    def from_pretrained(cls, ref: str, settings: ScorerConfig | None = None, profile: ProfileConfig | None = None,
+                        **kw: Any) -> RewardModelScorer:
         """Load from a local folder or hub id (safetensors only)."""
-        from rlexp.models.loading import load_reward_model, load_tokenizer, tokenizer_drift
-
         trust = bool(kw.pop("trust_remote_code", False))
-        s = settings or ScorerSettings()
-        if s.tokenizer not in ("auto", "file") or s.tokenizer_check not in ("warn", "error", "off"):
-            raise ConfigError(f"scorer.tokenizer={s.tokenizer!r} / scorer.tokenizer_check={s.tokenizer_check!r}: "
-                              "expected auto|file and warn|error|off")
+        s = settings or ScorerConfig()
         tokenizer = load_tokenizer(ref, trust_remote_code=trust, literal=s.tokenizer == "file")
         drift = None if s.tokenizer == "file" or s.tokenizer_check == "off" else tokenizer_drift(tokenizer, ref)
         if drift and s.tokenizer_check == "error":
@@ -114,16 +85,14 @@ class RewardModelScorer:
         if drift:
             log.warning("%s", drift)
         model = load_reward_model(ref, trust_remote_code=trust)
-        scorer = cls(model, tokenizer, settings, name=kw.pop("name", ref), **kw)
-        scorer.tokenizer_report = {"class": type(tokenizer).__name__, "source": s.tokenizer, "drift": drift}
+        scorer = cls(model, tokenizer, s, profile, name=kw.pop("name", ref), **kw)
+        scorer.tokenizer_report = {"class": type(tokenizer).__name__, "source": str(s.tokenizer), "drift": drift}
         return scorer
 
     # -- rendering -------------------------------------------------------------------------
     def user_turn(self, item: ScoreInput) -> str:
-        s = self.settings
-        return rm_user_turn(
-            item.prompt, item.profile, s.profile_mode, k=s.profile_k, separator=s.separator, planner=self.planner
-        )
+        p = self.profile
+        return rm_user_turn(item.prompt, item.profile, str(p.mode), k=p.k, separator=p.separator, planner=self.planner)
 
     def render(self, item: ScoreInput) -> str:
         """The exact text the RM reads for ``item``."""

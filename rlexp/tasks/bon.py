@@ -13,30 +13,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from rlexp.config import BonConfig, SampleConfig
+from rlexp import inputs
 from rlexp.downstream.bon_math import bon_curve, bootstrap_ci, default_ks, rank_agreement
-from rlexp.downstream.pool_scoring import rm_scores_key, score_pool
+from rlexp.downstream.pool_scoring import rm_scores_key
 from rlexp.errors import ConfigError
 from rlexp.runtime import RunContext, execute, hydra_entry
-from rlexp.scoring.resolve import gold_judge, judge_key, resolve_rm, reward_scorer
+from rlexp.scoring.factory import judge_key, reward_scorer
 from rlexp.store import Record, Store
-
-
-def sample_config(cfg: DictConfig) -> DictConfig:
-    """The `sample` task config a BoN/PPO config implies (same keys -> same pool record)."""
-    keys = [k for k in SampleConfig.__dataclass_fields__ if k != "task_name"]
-    return OmegaConf.merge(OmegaConf.structured(SampleConfig), {k: cfg[k] for k in keys if k in cfg})
-
-
-def ensure_pool(cfg: DictConfig) -> tuple[Record, list[Any]]:
-    """The pool record for cfg's (policy, prompts, sampling, seed), sampled on first use."""
-    from rlexp.tasks import sample
-
-    scfg = sample_config(cfg)
-    prompts, _ = sample.load_prompt_set(scfg)
-    return sample.run(scfg), prompts
 
 
 def _gains_by_group(prompts: list[Any], gain: np.ndarray, oracle_gain: np.ndarray, cfg: DictConfig) -> dict[str, Any]:
@@ -62,7 +47,7 @@ def _gains_by_group(prompts: list[Any], gain: np.ndarray, oracle_gain: np.ndarra
 
 
 def _bon(ctx: RunContext, cfg: DictConfig, pool: Record, prompts: list[Any], rm_scores: np.ndarray,
-         gold: np.ndarray, ks: list[int], ids: dict[str, str]) -> dict[str, Any]:
+         gold: np.ndarray, ks: list[int], info: dict[str, Any]) -> dict[str, Any]:
     prompt_ids = [p.prompt_id for p in prompts]
     curve = bon_curve(rm_scores, gold, ks, prompt_ids)
     per = curve["per_prompt"]
@@ -109,7 +94,7 @@ def _bon(ctx: RunContext, cfg: DictConfig, pool: Record, prompts: list[Any], rm_
     for k in curve["ks"]:
         ctx.tracker.log({"bon/k": k, "bon/gold": curve["bon"][k], "bon/oracle": curve["oracle"][k],
                          "bon/proxy": curve["proxy"][k], "bon/first_k": curve["first_k"][k]})
-    ctx.info.update(ids)
+    ctx.info.update(info)
     return metrics
 
 
@@ -122,25 +107,21 @@ def run(cfg: DictConfig) -> Record:
             raise ConfigError(f"ks contains k={bad[0]}, but the pool has n={cfg.sampling.n} samples per prompt")
     else:
         ks = default_ks(cfg.sampling.n)
-    store = Store(cfg.paths.store)
-    rm = resolve_rm(cfg.rm, store)
+    rm = inputs.rm(cfg.rm, Store(cfg.paths.store))
     judge_key(cfg.judge, cfg.prompts.name)  # a bad judge config fails before sampling
-    pool, prompts = ensure_pool(cfg)
+    pool, prompts = inputs.pool(cfg)
     kind = prompts[0].kind if prompts else cfg.prompts.name
     gold_key = judge_key(cfg.judge, kind)
-    pool_path = str(store.resolve(pool.artifacts["pool"]))
-    rm_key = rm_scores_key(rm.input_id, cfg)
-    rm_scores, rm_sid = score_pool(cfg, pool_id=pool.id, pool_path=pool_path, prompts=prompts, scorer_key=rm_key,
-                                   make_scorer=lambda: reward_scorer(rm, cfg.scorer, cfg.profile), role="rm")
-    gold, gold_sid = score_pool(cfg, pool_id=pool.id, pool_path=pool_path, prompts=prompts, scorer_key=gold_key,
-                                make_scorer=lambda: gold_judge(cfg, kind), role="gold")
-    inputs = {"pool": pool.id, "rm_scores": rm_sid, "gold_scores": gold_sid}
-    ids = {"rm": {"id": rm.input_id, "lineage": rm.lineage}, "policy_lineage": str(cfg.model.lineage),
-           "prompts": cfg.prompts.name, "judge": gold_key}
-    return execute("bon", cfg, lambda ctx: _bon(ctx, cfg, pool, prompts, rm_scores, gold, ks, ids), inputs)
+    rm_scores, rm_sid = inputs.pool_scores(cfg, pool_record=pool, prompts=prompts, scorer_key=rm_scores_key(rm.input_id, cfg),
+                                           make_scorer=lambda: reward_scorer(rm, cfg.scorer, cfg.profile), role="rm")
+    gold, gold_sid = inputs.pool_scores(cfg, pool_record=pool, prompts=prompts, scorer_key=gold_key,
+                                        make_scorer=lambda: inputs.gold_judge(cfg, kind), role="gold")
+    ids = {"pool": pool.id, "rm_scores": rm_sid, "gold_scores": gold_sid}
+    info = {"rm": {"id": rm.input_id, "lineage": rm.lineage}, "policy_lineage": str(cfg.model.lineage),
+            "prompts": cfg.prompts.name, "judge": gold_key}
+    return execute("bon", cfg, lambda ctx: _bon(ctx, cfg, pool, prompts, rm_scores, gold, ks, info), ids)
 
 
-assert BonConfig  # schema registration
 main = hydra_entry("bon", run)
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ and per-domain scores; per-example scores go to parquet so anyone can recompute 
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +15,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from omegaconf import DictConfig, OmegaConf
 
-from rlexp.config import EvaluateConfig  # noqa: F401  (schema registration)
-from rlexp.data.formatting import PROFILE_MODES
+from rlexp import inputs
+from rlexp.benchmarks.rewardbench2_math import score_rewardbench2
+from rlexp.benchmarks.runners import run_personalized, run_rewardbench2
+from rlexp.config import CONF_DIR, ProfileConfig, ScorerConfig
 from rlexp.data.loaders import load_prb, load_rb2
 from rlexp.errors import ConfigError, DataError
+from rlexp.models.chat_lm import ChatLM
+from rlexp.models.loading import quiet_libraries
 from rlexp.runtime import RunContext, execute, hydra_entry
-from rlexp.scoring.resolve import RMRef, resolve_rm, reward_scorer
+from rlexp.scoring.factory import RMRef, reward_scorer
+from rlexp.scoring.generative import GenerativeJudge, JudgeSettings, judge_prb_pairs
+from rlexp.scoring.planner import make_planner
 from rlexp.store import Record, Store
 
 
@@ -37,8 +44,6 @@ def _rb2_metrics(summary: dict[str, Any]) -> dict[str, Any]:
 
 def _evaluate_scalar(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any] | None,
                      prb: list[Any] | None) -> dict[str, Any]:
-    from rlexp.benchmarks.runners import run_personalized, run_rewardbench2
-
     scorer = reward_scorer(rm, cfg.scorer, cfg.profile)
     metrics: dict[str, Any] = {}
     if rb2 is not None:
@@ -57,59 +62,63 @@ def _evaluate_scalar(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any]
         }
         _write(ctx, "prb_scores", rows)
     metrics["scoring"] = {"items": scorer.stats.items, "truncated": scorer.stats.truncated}
-    ctx.info["scorer_settings"] = vars(scorer.settings)
+    ctx.info["scorer_settings"] = {"scorer": dataclasses.asdict(scorer.settings),
+                                   "profile": dataclasses.asdict(scorer.profile)}
     ctx.info["tokenizer"] = scorer.tokenizer_report
     return metrics
+
+
+def _rb2_rankings(judge: GenerativeJudge, tie_judge: GenerativeJudge, normal: list[Any], ties: list[Any],
+                  ties_version: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """RB2 in rankings mode: one 4-way call per normal item; Ties is always rated (reference §2.4)."""
+    rows = []
+    for it in normal:
+        credit, verdict = judge.rank_rb2(it.prompt, list(it.chosen + it.rejected), item_id=it.id)
+        rows.append({"id": it.id, "subset": it.subset, "credit": credit, "verdict": verdict})
+    per_subset: dict[str, list[float]] = {}
+    for r in rows:
+        per_subset.setdefault(r["subset"], []).append(r["credit"])
+    subsets = {k: sum(v) / len(v) for k, v in per_subset.items()}
+    if ties:
+        tsum, trows = run_rewardbench2(tie_judge, ties, ties_version=ties_version)
+        subsets["Ties"] = tsum["subsets"]["Ties"]
+        rows += trows
+    return {"overall": sum(subsets.values()) / len(subsets), **subsets, "complete": len(subsets) == 6}, rows
+
+
+def _rb2_ratings(judge: GenerativeJudge, tie_judge: GenerativeJudge, normal: list[Any], ties: list[Any],
+                 ties_version: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """RB2 in ratings mode. Ratings as scores: the best-of-4 rule over ratings with -1 for failures
+    equals the reference's argmax over valid ratings (0.25 when none is valid)."""
+    _, rows = run_rewardbench2(judge, normal, ties_version=ties_version) if normal else ({}, [])
+    if ties:
+        _, trows = run_rewardbench2(tie_judge, ties, ties_version=ties_version)
+        rows += trows
+    grouped: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        g = grouped.setdefault(r["id"], {"id": r["id"], "subset": r["subset"], "scores": [], "num_correct": r["num_correct"]})
+        g["scores"].append(r["score"])
+    return _rb2_metrics(score_rewardbench2(list(grouped.values()), ties_version)), rows
 
 
 def _evaluate_generative(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any] | None,
                          prb: list[Any] | None) -> dict[str, Any]:
     """A causal LM as judge: RB2 ratings (or rankings) mode, PRB pairwise with seeded positions."""
-    from rlexp.benchmarks.rewardbench2_math import score_rewardbench2
-    from rlexp.benchmarks.runners import run_rewardbench2
-    from rlexp.scoring.generative import ChatLM, GenerativeJudge, JudgeSettings, judge_prb_pairs
-    from rlexp.scoring.planner import make_planner
-
-    lm = ChatLM.from_pretrained(rm.path, trust_remote_code=bool(cfg.scorer.trust_remote_code))
-    settings = JudgeSettings(seed=cfg.seed, max_new_tokens=cfg.scorer.max_new_tokens, profile_mode=cfg.profile.mode, profile_k=cfg.profile.k,
-                             separator=cfg.profile.separator)
-    planner = make_planner(cfg.profile.mode, cfg.profile.planner, k=cfg.profile.k)
+    scorer: ScorerConfig = OmegaConf.to_object(cfg.scorer)
+    profile: ProfileConfig = OmegaConf.to_object(cfg.profile)
+    lm = ChatLM.from_pretrained(rm.path, trust_remote_code=scorer.trust_remote_code)
+    settings = JudgeSettings.from_config(scorer, profile, int(cfg.seed))
+    planner = make_planner(str(profile.mode), str(profile.planner), k=profile.k)
     judge = GenerativeJudge(lm, settings, name=rm.input_id, planner=planner)
     metrics: dict[str, Any] = {"judge_mode": cfg.scorer.judge_mode}
     if rb2 is not None:
-        ties = [it for it in rb2 if it.subset == "Ties"]
         # Ties is always rated, with the prompt variant that ignores depth and detail (§2.4).
-        tie_judge = GenerativeJudge(lm, JudgeSettings(**{**vars(settings), "ties_prompt": True}), name=rm.input_id)
+        tie_judge = GenerativeJudge(lm, JudgeSettings.from_config(scorer, profile, int(cfg.seed), ties_prompt=True),
+                                    name=rm.input_id)
+        ties = [it for it in rb2 if it.subset == "Ties"]
         normal = [it for it in rb2 if it.subset != "Ties"]
-        if cfg.scorer.judge_mode == "rankings":
-            # One 4-way call per normal item; Ties is always rated (reference §2.4).
-            rows = []
-            for it in normal:
-                credit, verdict = judge.rank_rb2(it.prompt, list(it.chosen + it.rejected), item_id=it.id)
-                rows.append({"id": it.id, "subset": it.subset, "credit": credit, "verdict": verdict})
-            per_subset: dict[str, list[float]] = {}
-            for r in rows:
-                per_subset.setdefault(r["subset"], []).append(r["credit"])
-            subsets = {k: sum(v) / len(v) for k, v in per_subset.items()}
-            if ties:
-                tsum, trows = run_rewardbench2(tie_judge, ties, ties_version=cfg.benchmark.rb2.ties_version)
-                subsets["Ties"] = tsum["subsets"]["Ties"]
-                rows += trows
-            metrics["rb2"] = {"overall": sum(subsets.values()) / len(subsets), **subsets,
-                              "complete": len(subsets) == 6}
-        else:
-            # Ratings as scores: the best-of-4 rule over ratings with -1 for failures equals the
-            # reference's argmax over valid ratings (0.25 when none is valid).
-            summary, rows = run_rewardbench2(judge, normal, ties_version=cfg.benchmark.rb2.ties_version) if normal else ({}, [])
-            if ties:
-                _, trows = run_rewardbench2(tie_judge, ties, ties_version=cfg.benchmark.rb2.ties_version)
-                rows += trows
-            grouped: dict[str, dict[str, Any]] = {}
-            for r in rows:
-                g = grouped.setdefault(r["id"], {"id": r["id"], "subset": r["subset"], "scores": [],
-                                                  "num_correct": r["num_correct"]})
-                g["scores"].append(r["score"])
-            metrics["rb2"] = _rb2_metrics(score_rewardbench2(list(grouped.values()), cfg.benchmark.rb2.ties_version))
+        by_mode = _rb2_rankings if scorer.judge_mode == "rankings" else _rb2_ratings
+        metrics["rb2"], rows = by_mode(judge, tie_judge, normal, ties, cfg.benchmark.rb2.ties_version)
         _write(ctx, "rb2_scores", rows)
     if prb is not None:
         result = judge_prb_pairs(judge, prb, seed=42)
@@ -123,8 +132,6 @@ def _evaluate_generative(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[
 
 
 def _evaluate(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any] | None, prb: list[Any] | None) -> dict[str, Any]:
-    from rlexp.models.loading import quiet_libraries
-
     quiet_libraries()
     ctx.info["rm"] = {"path": rm.path, "lineage": rm.lineage, "record": rm.record_id}
     if cfg.scorer.kind == "generative":
@@ -134,49 +141,38 @@ def _evaluate(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any] | None
 
 def _judge_ref(cfg: DictConfig) -> RMRef | None:
     """A generative judge may be named by lineage (``rm=tiny_qwen``): its instruct checkpoint."""
-    from rlexp.config import CONF_DIR
-    from rlexp.scoring.resolve import model_path
-
     if not (CONF_DIR / "model" / f"{cfg.rm}.yaml").is_file():
         return None
-    path = model_path(cfg, str(cfg.rm))
+    path = inputs.model_path(cfg, str(cfg.rm))
     return RMRef(path, f"lineage:{cfg.rm}:{Path(path).parent.name}", str(cfg.rm), None)
 
 
 def run(cfg: DictConfig) -> Record:
     """Evaluate (or find the evaluation of) ``cfg.rm`` on ``cfg.benchmark``."""
-    from rlexp.tasks.data import resolve_ref
-
-    if cfg.profile.mode not in PROFILE_MODES:
-        raise ConfigError(f"profile={cfg.profile.mode!r} is not one of {', '.join(PROFILE_MODES)}")
-    if cfg.scorer.kind not in ("seq_cls", "generative"):
-        raise ConfigError(f"scorer.kind={cfg.scorer.kind!r} is not one of seq_cls, generative")
-    if cfg.scorer.judge_mode not in ("ratings", "rankings"):
-        raise ConfigError(f"scorer.judge_mode={cfg.scorer.judge_mode!r} is not one of ratings, rankings")
     if cfg.benchmark.rb2 is None and cfg.benchmark.prb is None:
         raise ConfigError(f"benchmark {cfg.benchmark.name!r} names neither rb2 nor prb")
     store = Store(cfg.paths.store)
     rm = _judge_ref(cfg) if cfg.scorer.kind == "generative" else None
-    rm = rm or resolve_rm(cfg.rm, store)
-    inputs = {"rm": rm.input_id}
+    rm = rm or inputs.rm(cfg.rm, store)
+    ids = {"rm": rm.input_id}
     rb2 = prb = None
     if cfg.benchmark.rb2 is not None:
         b = cfg.benchmark.rb2
-        path, data_id = resolve_ref(b.source, cfg)
+        path, data_id = inputs.data_ref(b.source, cfg)
         subsets = OmegaConf.to_container(b.subsets) if b.subsets is not None else None
         rb2 = load_rb2(path, subsets=subsets, limit=b.limit)
         if not rb2:  # before any model is loaded, and naming what was empty
             raise DataError(f"RewardBench 2 source {path}: no rows to score (subsets={subsets}, limit={b.limit})")
-        inputs["rb2"] = data_id or path
+        ids["rb2"] = data_id or path
     if cfg.benchmark.prb is not None:
         b = cfg.benchmark.prb
-        path, data_id = resolve_ref(b.source, cfg)
+        path, data_id = inputs.data_ref(b.source, cfg)
         domains = OmegaConf.to_container(b.domains) if b.domains is not None else None
         prb = load_prb(path, domains=domains, limit=b.limit)
         if not prb:
             raise DataError(f"Personalized RewardBench source {path}: no rows to score (domains={domains}, limit={b.limit})")
-        inputs["prb"] = data_id or path
-    return execute("evaluate", cfg, lambda ctx: _evaluate(ctx, cfg, rm, rb2, prb), inputs)
+        ids["prb"] = data_id or path
+    return execute("evaluate", cfg, lambda ctx: _evaluate(ctx, cfg, rm, rb2, prb), ids)
 
 
 main = hydra_entry("evaluate", run)

@@ -14,22 +14,32 @@ policy checkpoints for inspection.
 from __future__ import annotations
 
 import copy
+import os
 import shutil
 import time
 from typing import Any
 
 import numpy as np
+import torch
 from omegaconf import DictConfig, OmegaConf
 
-from rlexp.config import PPOConfig  # noqa: F401  (schema registration)
+from rlexp import inputs
+from rlexp.downstream import ppo as adapter
 from rlexp.downstream.bon_math import bootstrap_ci
-from rlexp.downstream.pool_scoring import rm_scores_key, score_pool
+from rlexp.downstream.pool_scoring import rm_scores_key
 from rlexp.errors import ConfigError
-from rlexp.models.loading import check_generation_length
+from rlexp.models.loading import (
+    check_generation_length,
+    load_causal_lm,
+    load_reward_model,
+    load_tokenizer,
+    quiet_libraries,
+)
+from rlexp.models.reward_training import deepspeed_env, lora_config
 from rlexp.runtime import RunContext, execute, hydra_entry
-from rlexp.scoring.resolve import gold_judge, judge_key, reward_for
-from rlexp.store import Record, Store
-from rlexp.tasks.sample import STORE_PREFIX
+from rlexp.scorer import Scorer
+from rlexp.scoring.factory import judge_key
+from rlexp.store import Record
 
 
 def _validate(cfg: DictConfig) -> None:
@@ -46,10 +56,6 @@ def _validate(cfg: DictConfig) -> None:
         )
     if t.total_episodes < batch:
         raise ConfigError(f"trainer.total_episodes={t.total_episodes} is smaller than one batch ({batch})")
-    if cfg.algorithm not in ("ppo", "grpo", "rloo"):
-        raise ConfigError(f"algorithm={cfg.algorithm!r} is not one of ppo, grpo, rloo")
-    if cfg.value_init not in ("auto", "rm", "policy"):
-        raise ConfigError(f"value_init={cfg.value_init!r} is not one of auto, rm, policy")
 
 
 def _settings(cfg: DictConfig, report_to: str, bf16: bool, use_cpu: bool) -> dict[str, Any]:
@@ -98,28 +104,73 @@ def _grpo_settings(cfg: DictConfig, report_to: str, bf16: bool, use_cpu: bool) -
 
 def _eval_pool(cfg: DictConfig, policy: str | None) -> tuple[Record, list[Any]]:
     """A pool of the eval prompts, sampled like BoN's (policy=None: the initial policy's, shared)."""
-    from rlexp.tasks.bon import ensure_pool
-
     sub = OmegaConf.merge(cfg, {"policy": policy, "logger": {"kind": "none"}}) if policy else cfg
-    return ensure_pool(sub)
+    return inputs.pool(sub)
 
 
-def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str, reward: Any, rm_id: str,
-         rm_lineage: str | None, train_prompts: list[Any], before: Record) -> dict[str, Any]:
-    import torch
+def _value_model(ctx: RunContext, cfg: DictConfig, policy_path: str, same_lineage: bool, tokenizer: Any) -> Any:
+    """The critic: initialised from the RM when it reads the policy's tokens, else from the policy."""
+    value_from = cfg.value_init
+    if value_from == "auto":
+        value_from = "rm" if same_lineage else "policy"
+    if value_from == "rm":
+        if not same_lineage:
+            raise ConfigError("value_init=rm needs an RM of the policy's lineage (the value model reads policy tokens)")
+        value = load_reward_model(inputs.rm(str(cfg.rm), ctx.store).path)
+    else:
+        value = load_reward_model(policy_path, init_head=True)
+    value.config.pad_token_id = tokenizer.pad_token_id
+    return value
 
-    from rlexp.downstream import ppo as adapter
-    from rlexp.models.loading import load_causal_lm, load_reward_model, load_tokenizer, quiet_libraries
-    from rlexp.models.reward_training import deepspeed_env, lora_config
 
+def _train_ppo(ctx: RunContext, cfg: DictConfig, models: dict[str, Any], reward: Scorer, train_prompts: list[Any],
+               flags: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """TRL's PPOTrainer on the train prompts; the reward curve and samples go to ``ctx.info``."""
+    tokenizer, policy, peft = models["tokenizer"], models["policy"], models["peft"]
+    ref_policy = None if peft is not None else copy.deepcopy(policy)
+    value = _value_model(ctx, cfg, models["policy_path"], flags["same_lineage"], tokenizer)
+    reward_model = adapter.reward_module(reward, tokenizer, train_prompts, cfg.sampling.profile_k, cfg.reward_scale)
+    settings = _settings(cfg, flags["report_to"], flags["bf16"], flags["use_cpu"])
+    if cfg.deepspeed.name != "none":
+        settings["deepspeed"] = OmegaConf.to_container(cfg.deepspeed.config, resolve=True)
+        # TRL's PPOConfig shadows TrainingArguments.world_size with a field that is None until the
+        # trainer starts, but HF's DeepSpeed "auto" resolution reads it in __post_init__.
+        settings["world_size"] = int(os.environ.get("WORLD_SIZE", "1"))
+    args = adapter.ppo_config(str(ctx.work_dir / "trainer"), settings)
+    dataset = adapter.tokenise_prompts(tokenizer, train_prompts, cfg.sampling.profile_k)
+    trained, value_trained, train_metrics, ctx.info["train_curves"] = adapter.train_ppo(
+        args=args, tokenizer=tokenizer, policy=policy, ref_policy=ref_policy, value_model=value,
+        reward_model=reward_model, dataset=dataset, peft_config=peft,
+    )
+    value_trained.save_pretrained(ctx.work_dir / "value", safe_serialization=True)
+    ctx.add_artifact("value", ctx.work_dir / "value")
+    log = reward_model.log
+    ctx.info["reward_samples"] = [
+        {"prompt": p, "response": r, "reward": s}
+        for p, r, s in zip(log.prompts[-8:], log.responses[-8:], log.scores[-8:], strict=False)
+    ]
+    rewards = np.asarray(log.history)
+    batch = cfg.trainer.per_device_train_batch_size * cfg.trainer.gradient_accumulation_steps
+    # One batch is too noisy to tell whether the reward rose; the per-update means are the curve.
+    curve = [float(rewards[i : i + batch].mean()) for i in range(0, len(rewards), batch)]
+    ctx.info["reward_curve"] = curve
+    train_metrics["reward/first_batch_mean"], train_metrics["reward/last_batch_mean"] = curve[0], curve[-1]
+    return trained, train_metrics
+
+
+def _train(ctx: RunContext, cfg: DictConfig, policy_path: str, reward: Scorer, train_prompts: list[Any],
+           same_lineage: bool) -> tuple[Any, Any, dict[str, Any]]:
+    """Load the policy and train it with the configured algorithm; returns (policy, tokenizer, metrics)."""
     quiet_libraries()
     torch.manual_seed(cfg.seed)
-    t0 = time.time()
-    scratch = ctx.work_dir / "trainer"
-    shutil.rmtree(scratch, ignore_errors=True)  # no resume in TRL's PPO: restart cleanly
+    shutil.rmtree(ctx.work_dir / "trainer", ignore_errors=True)  # no resume in TRL's PPO: restart cleanly
     use_cpu = not torch.cuda.is_available() or cfg.runtime.device == "cpu"
-    bf16 = (not use_cpu) if cfg.trainer.bf16 == "auto" else str(cfg.trainer.bf16).lower() == "true"
-    report_to = "wandb" if ctx.tracker.run is not None else "none"
+    flags = {
+        "use_cpu": use_cpu,
+        "bf16": (not use_cpu) if cfg.trainer.bf16 == "auto" else str(cfg.trainer.bf16).lower() == "true",
+        "report_to": "wandb" if ctx.tracker.run is not None else "none",
+        "same_lineage": same_lineage,
+    }
     tokenizer = load_tokenizer(policy_path, padding_side="left")
     if not getattr(tokenizer, "chat_template", None):
         raise ConfigError(f"policy {policy_path} has no chat template")
@@ -129,90 +180,68 @@ def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str
         peft.task_type = "CAUSAL_LM"
     if cfg.deepspeed.name != "none":
         deepspeed_env()
-    same_lineage = rm_lineage is not None and rm_lineage == policy_lineage
     if cfg.algorithm == "ppo":
-        ref_policy = None if peft is not None else copy.deepcopy(policy)
-        value_from = cfg.value_init
-        if value_from == "auto":
-            value_from = "rm" if same_lineage else "policy"
-        if value_from == "rm":
-            if not same_lineage:
-                raise ConfigError("value_init=rm needs an RM of the policy's lineage (the value model reads policy tokens)")
-            from rlexp.scoring.resolve import resolve_rm
+        models = {"tokenizer": tokenizer, "policy": policy, "peft": peft, "policy_path": policy_path}
+        trained, metrics = _train_ppo(ctx, cfg, models, reward, train_prompts, flags)
+        return trained, tokenizer, metrics
+    trained, metrics, ctx.info["reward_curve"] = adapter.train_grpo_like(
+        cfg.algorithm, out=str(ctx.work_dir / "trainer"),
+        settings=_grpo_settings(cfg, flags["report_to"], flags["bf16"], use_cpu),
+        tokenizer=tokenizer, policy=policy, scorer=reward, prompts=train_prompts,
+        profile_k=cfg.sampling.profile_k, peft_config=peft,
+    )
+    return trained, tokenizer, metrics
 
-            value = load_reward_model(resolve_rm(str(cfg.rm), ctx.store).path)
-        else:
-            value = load_reward_model(policy_path, init_head=True)
-        value.config.pad_token_id = tokenizer.pad_token_id
-        reward_model = adapter.reward_module(reward, tokenizer, train_prompts, cfg.sampling.profile_k, cfg.reward_scale)
-        settings = _settings(cfg, report_to, bf16, use_cpu)
-        if cfg.deepspeed.name != "none":
-            import os
 
-            settings["deepspeed"] = OmegaConf.to_container(cfg.deepspeed.config, resolve=True)
-            # PPOConfig shadows TrainingArguments.world_size with a field that is None until the
-            # trainer starts, but HF's DeepSpeed "auto" resolution reads it in __post_init__.
-            settings["world_size"] = int(os.environ.get("WORLD_SIZE", "1"))
-        args = adapter.ppo_config(str(scratch), settings)
-        dataset = adapter.tokenise_prompts(tokenizer, train_prompts, cfg.sampling.profile_k)
-        trained, value_trained, train_metrics, ctx.info["train_curves"] = adapter.train_ppo(
-            args=args, tokenizer=tokenizer, policy=policy, ref_policy=ref_policy, value_model=value,
-            reward_model=reward_model, dataset=dataset, peft_config=peft,
-        )
-        value_trained.save_pretrained(ctx.work_dir / "value", safe_serialization=True)
-        ctx.add_artifact("value", ctx.work_dir / "value")
-        ctx.info["reward_samples"] = [
-            {"prompt": p, "response": r, "reward": s}
-            for p, r, s in zip(reward_model.log.prompts[-8:], reward_model.log.responses[-8:], reward_model.log.scores[-8:], strict=False)
-        ]
-        rewards = np.asarray(reward_model.log.history)
-        batch = cfg.trainer.per_device_train_batch_size * cfg.trainer.gradient_accumulation_steps
-        # One batch is too noisy to tell whether the reward rose; the per-update means are the curve.
-        curve = [float(rewards[i : i + batch].mean()) for i in range(0, len(rewards), batch)]
-        ctx.info["reward_curve"] = curve
-        train_metrics["reward/first_batch_mean"], train_metrics["reward/last_batch_mean"] = curve[0], curve[-1]
-    else:
-        trained, train_metrics, ctx.info["reward_curve"] = adapter.train_grpo_like(
-            cfg.algorithm, out=str(scratch), settings=_grpo_settings(cfg, report_to, bf16, use_cpu),
-            tokenizer=tokenizer, policy=policy, scorer=reward, prompts=train_prompts,
-            profile_k=cfg.sampling.profile_k, peft_config=peft,
-        )
+def _judge_pools(cfg: DictConfig, before: Record, after: Record, prompts: list[Any], reward: Scorer,
+                 rm_id: str) -> dict[str, np.ndarray]:
+    """Per-prompt mean gold and proxy scores of the initial and the trained policy's pools."""
+    kind = prompts[0].kind if prompts else str(cfg.prompts.name)
+    gkey = judge_key(cfg.judge, kind)
+    rm_key = rm_scores_key(rm_id, cfg)
+
+    def judged(pool: Record, key: dict[str, Any], factory: Any, role: str) -> np.ndarray:
+        scores, _ = inputs.pool_scores(cfg, pool_record=pool, prompts=prompts, scorer_key=key,
+                                       make_scorer=factory, role=role)
+        return scores.mean(axis=1)
+
+    return {
+        "gold_before": judged(before, gkey, lambda: inputs.gold_judge(cfg, kind), "gold"),
+        "gold_after": judged(after, gkey, lambda: inputs.gold_judge(cfg, kind), "gold"),
+        "proxy_before": judged(before, rm_key, lambda: reward, "rm"),
+        "proxy_after": judged(after, rm_key, lambda: reward, "rm"),
+        "judge": gkey,
+    }
+
+
+def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str, reward: Scorer, rm_id: str,
+         rm_lineage: str | None, train_prompts: list[Any], before: Record) -> dict[str, Any]:
+    t0 = time.time()
+    same_lineage = rm_lineage is not None and rm_lineage == policy_lineage
+    trained, tokenizer, train_metrics = _train(ctx, cfg, policy_path, reward, train_prompts, same_lineage)
     train_seconds = time.time() - t0
     out = ctx.work_dir / "policy"
     trained.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
-    shutil.rmtree(scratch, ignore_errors=True)
+    shutil.rmtree(ctx.work_dir / "trainer", ignore_errors=True)
     ctx.add_artifact("policy", out)
     ctx.tracker.artifact(f"policy-{ctx.rid}", "model", out)
 
     # Evaluation: the trained policy's pool on the held-out prompts, judged like the baseline's.
-    after, prompts = _eval_pool(cfg, f"{STORE_PREFIX}{ctx.store.relative(out)}")
-    kind = prompts[0].kind if prompts else str(cfg.prompts.name)
-    store = Store(cfg.paths.store)
-    gkey = judge_key(cfg.judge, kind)
-
-    def judged(pool: Record, key: dict[str, Any], factory: Any, role: str) -> np.ndarray:
-        scores, _ = score_pool(cfg, pool_id=pool.id, pool_path=str(store.resolve(pool.artifacts["pool"])),
-                               prompts=prompts, scorer_key=key, make_scorer=factory, role=role)
-        return scores.mean(axis=1)
-
-    gold_before = judged(before, gkey, lambda: gold_judge(cfg, kind), "gold")
-    gold_after = judged(after, gkey, lambda: gold_judge(cfg, kind), "gold")
-    rm_key = rm_scores_key(rm_id, cfg)
-    proxy_before = judged(before, rm_key, lambda: reward, "rm")
-    proxy_after = judged(after, rm_key, lambda: reward, "rm")
-    gain = gold_after - gold_before
+    after, prompts = _eval_pool(cfg, f"{inputs.STORE_PREFIX}{ctx.store.relative(out)}")
+    judged = _judge_pools(cfg, before, after, prompts, reward, rm_id)
+    gain = judged["gold_after"] - judged["gold_before"]
     lo, hi = bootstrap_ci(gain, n_boot=cfg.n_boot, seed=cfg.seed)
     ctx.info.update({"policy_lineage": policy_lineage, "rm": {"id": rm_id, "lineage": rm_lineage},
                      "lineage_match": same_lineage, "eval_pool": after.id, "baseline_pool": before.id,
-                     "judge": gkey, "algorithm": cfg.algorithm})
+                     "judge": judged["judge"], "algorithm": cfg.algorithm})
     return {
-        "gold_before": float(gold_before.mean()),
-        "gold_after": float(gold_after.mean()),
+        "gold_before": float(judged["gold_before"].mean()),
+        "gold_after": float(judged["gold_after"].mean()),
         "gain": float(gain.mean()),
         "gain_ci": [lo, hi],
-        "proxy_before": float(proxy_before.mean()),
-        "proxy_after": float(proxy_after.mean()),
+        "proxy_before": float(judged["proxy_before"].mean()),
+        "proxy_after": float(judged["proxy_after"].mean()),
         "final_kl": train_metrics.get("objective/kl"),
         "train": train_metrics,
         "time/train_s": train_seconds,
@@ -222,21 +251,19 @@ def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str
 
 def run(cfg: DictConfig) -> Record:
     """Train (or find) the policy ``cfg`` describes and measure its gold gain."""
-    from rlexp.tasks.sample import load_prompt_set, resolve_policy
-
     _validate(cfg)
     judge_key(cfg.judge, cfg.prompts.name)  # a bad judge config fails before any training
-    policy_path, policy_id, policy_lineage = resolve_policy(cfg)
+    policy_path, policy_id, policy_lineage = inputs.policy(cfg)
     check_generation_length(policy_path, int(cfg.trainer.response_length), "trainer.response_length")
     check_generation_length(policy_path, int(cfg.sampling.max_new_tokens), "sampling.max_new_tokens")
-    reward, rm_id, rm_lineage = reward_for(cfg)
-    train_prompts, train_id = load_prompt_set(cfg, split=cfg.prompts.train_split)
+    reward, rm_id, rm_lineage = inputs.reward(cfg)
+    train_prompts, train_id = inputs.prompt_set(cfg, split=cfg.prompts.train_split)
     before, _ = _eval_pool(cfg, None)
-    inputs = {"policy": policy_id, "rm": rm_id, "train_prompts": train_id, "baseline_pool": before.id}
+    ids = {"policy": policy_id, "rm": rm_id, "train_prompts": train_id, "baseline_pool": before.id}
     return execute(
         "ppo", cfg,
         lambda ctx: _ppo(ctx, cfg, policy_path, policy_lineage, reward, rm_id, rm_lineage, train_prompts, before),
-        inputs,
+        ids,
     )
 
 

@@ -10,60 +10,26 @@ that RM's steps. Steps of a stage run in parallel processes (joblib, ``study.n_j
 
 from __future__ import annotations
 
+import importlib
 import logging
+import os
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from joblib import Parallel, delayed
 from omegaconf import DictConfig, OmegaConf
 
-from rlexp.config import TaskBase, register
+from rlexp import inputs
+from rlexp.config import StudyGrid
 from rlexp.errors import ConfigError, RlexpError
 from rlexp.runtime import compose_task, hydra_entry, one_line
-from rlexp.store import Record
+from rlexp.store import Record, Store
+from rlexp.tasks import correlate
 
 log = logging.getLogger("rlexp")
 
 MODEL_TASKS = ("train_rm", "sample", "bon", "ppo")  # the tasks whose config holds a lineage (model=...)
-
-
-@dataclass
-class PPOPick:
-    model: str = "tiny_llama"
-    data: str = "personal"
-    epochs: float = 1.0
-
-
-@dataclass
-class StudyGrid:
-    lineages: list[str] = field(default_factory=lambda: ["tiny_llama", "tiny_qwen"])
-    mixes: list[str] = field(default_factory=lambda: ["general", "personal", "mix", "flipped"])
-    epochs: list[float] = field(default_factory=lambda: [1.0, 2.0])
-    train_profile: str = "planner"
-    eval_profiles: list[str] = field(default_factory=lambda: ["none", "planner"])
-    prompt_sets: list[str] = field(default_factory=lambda: ["personalized", "general"])
-    policy: str = "tiny_llama"
-    ppo: list[PPOPick] = field(default_factory=list)
-    ppo_upper_bound: bool = True
-    # Training seeds: every RM configuration and every PPO pick runs once per seed (the RM of a
-    # PPO pick is the one trained with the same seed), so the report can show seed-to-seed spread
-    # next to the prompt CIs. null = the study's own ``seed`` only. Evaluation, sampling pools and
-    # Best-of-N keep the study seed: one pool serves every RM.
-    seeds: list[int] | None = None
-    n_jobs: int = 2
-    # task -> extra hydra overrides; the key ``model`` applies to every task that builds or loads
-    # a lineage (train_rm, sample, bon, ppo), so e.g. a lighter tiny lineage stays one lineage.
-    overrides: dict[str, list[str]] = field(default_factory=dict)
-
-
-@dataclass
-class StudyConfig(TaskBase):
-    task_name: str = "study"
-    study: StudyGrid = field(default_factory=StudyGrid)  # typed here; other tasks ignore it
-    k: int | None = None
-
-
-register("study", StudyConfig)
 
 
 @dataclass
@@ -87,24 +53,18 @@ class Step:
 
 def _run_step(step: Step, threads: int) -> tuple[str, str | None, str | None]:
     """(key, record id, error). Runs in a worker process or in-process."""
-    import importlib
-    import os
-
     if threads > 0:
         os.environ["OMP_NUM_THREADS"] = str(threads)
-        import torch
+        import torch  # only now: OMP_NUM_THREADS must be set before torch starts its pool
 
         torch.set_num_threads(threads)
     try:
         cfg = step.config()
         if step.task == "lineage":
-            from rlexp.models.lineages import resolve_lineage
-
-            return step.key, resolve_lineage(cfg).record_id, None
+            return step.key, inputs.lineage(cfg).record_id, None
         if step.task == "pool":  # the pool a bon/ppo config reads
-            from rlexp.tasks.bon import ensure_pool
-
-            return step.key, ensure_pool(cfg)[0].id, None
+            return step.key, inputs.pool(cfg)[0].id, None
+        # Tasks are imported by name: the study runs whichever task a step names.
         module = importlib.import_module(f"rlexp.tasks.{step.task}")
         record = module.run(cfg)
         return step.key, record.id, None
@@ -116,8 +76,6 @@ def _run_step(step: Step, threads: int) -> tuple[str, str | None, str | None]:
 
 
 def _run_stage(name: str, steps: list[Step], n_jobs: int, threads: int) -> dict[str, tuple[str | None, str | None]]:
-    from joblib import Parallel, delayed
-
     start = time.time()
     if not steps:
         return {}
@@ -149,86 +107,81 @@ def study_seeds(grid: DictConfig | StudyGrid, default: int) -> list[int]:
     return seeds
 
 
-def run(cfg: DictConfig) -> Record:
-    """Run (or resume) the grid, then correlate what finished."""
-    g = cfg.study
-    if not g.lineages or not g.mixes or not g.epochs:
-        raise ConfigError("study grid is empty: study.lineages, study.mixes and study.epochs need at least one value")
-    common = [
-        f"paths.root={cfg.paths.root}",
-        f"paths.store={cfg.paths.store}",
-        f"paths.cache={cfg.paths.cache}",
-        f"paths.output_root={cfg.paths.output_root}",
-        f"logger={'wandb' if cfg.logger.kind == 'wandb' else 'none'}",
-        f"logger.mode={cfg.logger.mode}",
-        f"experiment_name={cfg.experiment_name}",
-        f"seed={cfg.seed}",
-        f"sandbox.seed={cfg.sandbox.seed}",
-        f"sandbox.difficulty={cfg.sandbox.difficulty}",
-        f"runtime.threads={cfg.runtime.threads}",
-        f"progress={str(bool(cfg.progress)).lower()}",
-    ]
-    extra = {k: list(v) for k, v in (OmegaConf.to_container(g.overrides) or {}).items()}
+Results = dict[str, tuple[str | None, str | None]]  # step key -> (record id, error)
 
-    unknown = sorted(set(extra) - {*MODEL_TASKS, "evaluate", "correlate", "data", "model"})
-    if unknown:
-        raise ConfigError(f"study.overrides.{unknown[0]}: not a task of the study (or 'model')")
 
-    def task_overrides(task: str, overrides: list[str], seed: int | None = None) -> list[str]:
-        shared = extra.get("model", []) if task in MODEL_TASKS else []
-        base = common if seed is None else [f"seed={seed}" if o.startswith("seed=") else o for o in common]
-        return base + shared + overrides + extra.get(task, [])
+class StudyPlan:
+    """The overrides every step shares, and how a step's full override list is made."""
 
-    def task_cfg(task: str, overrides: list[str]) -> DictConfig:
-        return compose_task(task, task_overrides(task, overrides))
+    def __init__(self, cfg: DictConfig) -> None:
+        g = cfg.study
+        if not g.lineages or not g.mixes or not g.epochs:
+            raise ConfigError("study grid is empty: study.lineages, study.mixes and study.epochs need at least one value")
+        self.grid = g
+        self.common = [
+            f"paths.root={cfg.paths.root}",
+            f"paths.store={cfg.paths.store}",
+            f"paths.cache={cfg.paths.cache}",
+            f"paths.output_root={cfg.paths.output_root}",
+            f"logger={'wandb' if cfg.logger.kind == 'wandb' else 'none'}",
+            f"logger.mode={cfg.logger.mode}",
+            f"experiment_name={cfg.experiment_name}",
+            f"seed={cfg.seed}",
+            f"sandbox.seed={cfg.sandbox.seed}",
+            f"sandbox.difficulty={cfg.sandbox.difficulty}",
+            f"runtime.threads={cfg.runtime.threads}",
+            f"progress={str(bool(cfg.progress)).lower()}",
+        ]
+        self.extra = {k: list(v) for k, v in (OmegaConf.to_container(g.overrides) or {}).items()}
+        unknown = sorted(set(self.extra) - {*MODEL_TASKS, "evaluate", "correlate", "data", "model"})
+        if unknown:
+            raise ConfigError(f"study.overrides.{unknown[0]}: not a task of the study (or 'model')")
+        self.seeds = study_seeds(g, int(cfg.seed))
+        self.threads = int(cfg.runtime.threads)
+        self.n_jobs = int(g.n_jobs)
 
-    def step(task: str, key: str, overrides: list[str], compose: str | None = None, seed: int | None = None) -> Step:
-        return Step(task, key, task_overrides(compose or task, overrides, seed), compose)
+    def overrides(self, task: str, overrides: list[str], seed: int | None = None) -> list[str]:
+        shared = self.extra.get("model", []) if task in MODEL_TASKS else []
+        base = self.common if seed is None else [f"seed={seed}" if o.startswith("seed=") else o for o in self.common]
+        return base + shared + overrides + self.extra.get(task, [])
 
-    seeds = study_seeds(g, int(cfg.seed))
+    def config(self, task: str, overrides: list[str]) -> DictConfig:
+        return compose_task(task, self.overrides(task, overrides))
 
-    def seeded(key: str, seed: int) -> str:
-        return key if len(seeds) == 1 else f"{key}/s{seed}"
+    def step(self, task: str, key: str, overrides: list[str], compose: str | None = None, seed: int | None = None) -> Step:
+        return Step(task, key, self.overrides(compose or task, overrides, seed), compose)
 
-    threads = int(cfg.runtime.threads)
-    results: dict[str, tuple[str | None, str | None]] = {}
+    def seeded(self, key: str, seed: int) -> str:
+        return key if len(self.seeds) == 1 else f"{key}/s{seed}"
 
-    # Stage 0: shared inputs once, before parallel jobs race to build them: the sandbox, then the
-    # lineages side by side.
-    from rlexp.tasks.data import ensure_sandbox
+    def stage(self, name: str, steps: list[Step]) -> Results:
+        return _run_stage(name, steps, self.n_jobs, self.threads)
 
-    ensure_sandbox(task_cfg("data", []))
-    lineage_steps = [step("lineage", f"lineage/{name}", [f"model={name}"], compose="train_rm")
-                     for name in dict.fromkeys([*g.lineages, g.policy])]
-    results.update(_run_stage("lineages", lineage_steps, g.n_jobs, threads))
 
-    # Stage 1: reward models.
-    train_steps = []
+def _train_steps(plan: StudyPlan) -> list[Step]:
+    g, steps = plan.grid, []
     # Longest first (more epochs, more work), so the stage does not end on one long job.
     for epochs in sorted(g.epochs, reverse=True):
-        for seed in seeds:
+        for seed in plan.seeds:
             for lineage in g.lineages:
                 for mix in g.mixes:
-                    key = seeded(f"train_rm/{lineage}/{mix}/e{epochs:g}", seed)
+                    key = plan.seeded(f"train_rm/{lineage}/{mix}/e{epochs:g}", seed)
                     ov = [f"model={lineage}", f"data={mix}", f"trainer.epochs={epochs}", f"profile={g.train_profile}"]
-                    train_steps.append(step("train_rm", key, ov, seed=seed))
-    results.update(_run_stage("train_rm", train_steps, g.n_jobs, threads))
-    rms = {s.key: results[s.key][0] for s in train_steps if results[s.key][0]}
+                    steps.append(plan.step("train_rm", key, ov, seed=seed))
+    return steps
 
-    # Stage 2: evaluation of every RM, and every pool the next stage reads: one per policy x
-    # prompt set for Best-of-N, and PPO's shared baseline (the initial policy on the held-out
-    # prompts, sampled like PPO's evaluation). Built here, not inside the next stage's jobs, so two
-    # parallel jobs never sample the same pool.
-    from rlexp.tasks.bon import sample_config
 
+def _downstream_steps(plan: StudyPlan, rms: dict[str, str], results: Results) -> tuple[list[Step], list[Step], list[Step]]:
+    """(bon steps, ppo steps, one reader per distinct pool); PPO picks without an RM fail in ``results``."""
+    g = plan.grid
     bon_steps, ppo_steps = [], []
     # A pool depends on the policy, the prompt set and the sampling settings, not on the RM: one
     # step per (task, prompt set) tells which pools there are.
-    pool_readers: dict[tuple[str, str, int | None], Step] = {}
+    readers: dict[tuple[str, str, int | None], Step] = {}
 
     def downstream(task: str, key: str, ps: str, ov: list[str], seed: int | None = None) -> Step:
-        new = step(task, key, ov, seed=seed)
-        pool_readers.setdefault((task, ps, seed), new)
+        new = plan.step(task, key, ov, seed=seed)
+        readers.setdefault((task, ps, seed), new)
         return new
 
     for key, rid in rms.items():
@@ -236,49 +189,48 @@ def run(cfg: DictConfig) -> Record:
             ov = [f"rm={rid}", f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"]
             bon_steps.append(downstream("bon", f"bon/{key}/{ps}", ps, ov))
     for pick in g.ppo:
-        for seed in seeds:
-            key = seeded(f"train_rm/{pick.model}/{pick.data}/e{float(pick.epochs):g}", seed)
+        for seed in plan.seeds:
+            key = plan.seeded(f"train_rm/{pick.model}/{pick.data}/e{float(pick.epochs):g}", seed)
             if key not in rms:
                 log.error("study: ppo pick %s has no trained RM (not in the grid or failed)", key)
                 results[f"ppo/{key}"] = (None, "no trained RM for this pick")
                 continue
             for ps in g.prompt_sets:
                 ov = [f"rm={rms[key]}", f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"]
-                ppo_steps.append(downstream("ppo", f"ppo/{key}/{ps}", ps, ov, seed=None if len(seeds) == 1 else seed))
+                ppo_steps.append(downstream("ppo", f"ppo/{key}/{ps}", ps, ov, seed=None if len(plan.seeds) == 1 else seed))
     if g.ppo and g.ppo_upper_bound:
         for ps in g.prompt_sets:
             judge = "rubric" if ps == "personalized" else "verifier"
-            ov = [f"rm=judge:{judge}", f"model={g.policy}", f"prompts={ps}"]
-            ppo_steps.append(downstream("ppo", f"ppo/upper_bound/{ps}", ps, ov))
+            ppo_steps.append(downstream("ppo", f"ppo/upper_bound/{ps}", ps, [f"rm=judge:{judge}", f"model={g.policy}", f"prompts={ps}"]))
+    return bon_steps, ppo_steps, list(readers.values())
+
+
+def _pool_steps(plan: StudyPlan, readers: list[Step]) -> list[Step]:
+    """One step per distinct pool the readers need (BoN pools and PPO's shared baselines)."""
     pools: dict[str, Step] = {}
-    for down in pool_readers.values():
-        scfg = sample_config(down.config())
+    for down in readers:
+        scfg = inputs.sample_config(down.config())
         name = "pool" if down.task == "bon" else "ppo_baseline"
-        pools.setdefault(OmegaConf.to_yaml(scfg), Step("pool", f"sample/{g.policy}/{scfg.prompts.name}/{name}",
+        pools.setdefault(OmegaConf.to_yaml(scfg), Step("pool", f"sample/{plan.grid.policy}/{scfg.prompts.name}/{name}",
                                                         down.overrides, compose=down.task))
-    eval_steps = []
+    return list(pools.values())
+
+
+def _eval_steps(plan: StudyPlan, rms: dict[str, str]) -> list[Step]:
+    steps = []
     for key, rid in rms.items():
-        for i, mode in enumerate(g.eval_profiles):
+        for i, mode in enumerate(plan.grid.eval_profiles):
             bench = "both" if i == 0 else "prb"
-            eval_steps.append(step("evaluate", f"evaluate/{key}/{mode}", [f"rm={rid}", f"benchmark={bench}", f"profile={mode}"]))
-    # Pools first: they take longer than an evaluation, and the stage should not end on one.
-    results.update(_run_stage("evaluate+sample", list(pools.values()) + eval_steps, g.n_jobs, threads))
+            steps.append(plan.step("evaluate", f"evaluate/{key}/{mode}", [f"rm={rid}", f"benchmark={bench}", f"profile={mode}"]))
+    return steps
 
-    # Stage 3: PPO for the configured subset (personalized prompts first: the longest jobs), then
-    # Best-of-N for every RM on every prompt set.
-    ppo_steps.sort(key=lambda s: not s.key.endswith("/personalized"))
-    results.update(_run_stage("bon+ppo", ppo_steps + bon_steps, g.n_jobs, threads))
 
-    # Stage 4: correlate what finished, and say what did not.
+def _correlate(cfg: DictConfig, plan: StudyPlan, results: Results, rms: dict[str, str]) -> Record:
+    """Correlate what finished, and say what did not."""
     record_ids = sorted({rid for rid, _ in results.values() if rid})
     failed = {k: e for k, (_, e) in results.items() if e}
-    from rlexp.tasks import correlate
-
     corr_overrides = [f"records=[{','.join(record_ids)}]"] + ([f"k={cfg.k}"] if cfg.k else [])
-    corr_cfg = task_cfg("correlate", corr_overrides)
-    record = correlate.run(corr_cfg)
-    from rlexp.store import Store
-
+    record = correlate.run(plan.config("correlate", corr_overrides))
     report = Store(cfg.paths.store).resolve(record.artifacts.get("report", ""))
     if failed:
         print(f"rlexp study: {len(failed)} step(s) failed:")
@@ -286,6 +238,35 @@ def run(cfg: DictConfig) -> Record:
             print(f"  {k}: {e}")
     print(f"rlexp study: {len(rms)} reward models, {len(record_ids)} records; report: {report}")
     return record
+
+
+def run(cfg: DictConfig) -> Record:
+    """Run (or resume) the grid, then correlate what finished."""
+    plan = StudyPlan(cfg)
+    g = plan.grid
+    results: Results = {}
+    # Stage 0: shared inputs once, before parallel jobs race to build them: the sandbox, then the
+    # lineages side by side.
+    inputs.sandbox(plan.config("data", []))
+    lineage_steps = [plan.step("lineage", f"lineage/{name}", [f"model={name}"], compose="train_rm")
+                     for name in dict.fromkeys([*g.lineages, g.policy])]
+    results.update(plan.stage("lineages", lineage_steps))
+    # Stage 1: reward models.
+    train_steps = _train_steps(plan)
+    results.update(plan.stage("train_rm", train_steps))
+    rms = {s.key: results[s.key][0] for s in train_steps if results[s.key][0]}
+    # Stage 2: evaluation of every RM, and every pool the next stage reads: one per policy x
+    # prompt set for Best-of-N, and PPO's shared baseline (the initial policy on the held-out
+    # prompts, sampled like PPO's evaluation). Built here, not inside the next stage's jobs, so two
+    # parallel jobs never sample the same pool. Pools first: they take longer than an evaluation,
+    # and the stage should not end on one.
+    bon_steps, ppo_steps, readers = _downstream_steps(plan, rms, results)
+    results.update(plan.stage("evaluate+sample", _pool_steps(plan, readers) + _eval_steps(plan, rms)))
+    # Stage 3: PPO for the configured subset (personalized prompts first: the longest jobs), then
+    # Best-of-N for every RM on every prompt set.
+    ppo_steps.sort(key=lambda s: not s.key.endswith("/personalized"))
+    results.update(plan.stage("bon+ppo", ppo_steps + bon_steps))
+    return _correlate(cfg, plan, results, rms)
 
 
 main = hydra_entry("study", run)

@@ -8,6 +8,7 @@ depends on enters the record id; a killed run resumes from its last checkpoint.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import shutil
@@ -16,14 +17,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from omegaconf import DictConfig, OmegaConf
 
-from rlexp.config import TrainRMConfig  # noqa: F401  (schema registration)
-from rlexp.data.formatting import PROFILE_MODES
+from rlexp import inputs
+from rlexp.config import ProfileConfig, ScorerConfig
 from rlexp.data.loaders import load_pairs
 from rlexp.data.mixes import MixSpec, build_mix, mix_id, pairs_content_hash, split_heldout, validate_mix
 from rlexp.errors import ConfigError
+from rlexp.models import reward_training as rt
+from rlexp.models.lineages import Lineage
+from rlexp.models.loading import check_model_dir, is_local, load_reward_model, load_tokenizer, quiet_libraries
 from rlexp.runtime import RunContext, execute, hydra_entry
+from rlexp.scoring.planner import make_planner
+from rlexp.scoring.reward_model import RewardModelScorer
 from rlexp.store import Record
 
 log = logging.getLogger("rlexp")
@@ -32,38 +39,27 @@ log = logging.getLogger("rlexp")
 def _validate(cfg: DictConfig) -> None:
     """Everything checkable without loading a model: fail in seconds, before anything is written."""
     t = cfg.trainer
-    if cfg.profile.mode not in PROFILE_MODES:
-        raise ConfigError(f"profile.mode={cfg.profile.mode!r} is not one of {', '.join(PROFILE_MODES)}")
     if t.max_length < 8:
         raise ConfigError(f"trainer.max_length={t.max_length} is too small (>= 8)")
     if not (t.epochs > 0 and t.learning_rate > 0 and t.batch_size >= 1 and t.grad_accum >= 1):
         raise ConfigError("trainer.epochs, learning_rate must be > 0 and batch_size, grad_accum >= 1")
     if not 0 < cfg.heldout_fraction < 1:
         raise ConfigError(f"heldout_fraction={cfg.heldout_fraction} must be in (0, 1)")
-    if cfg.model.checkpoint not in ("base", "instruct"):
-        raise ConfigError(f"model.checkpoint={cfg.model.checkpoint!r} is not one of base, instruct")
     weights = OmegaConf.to_container(cfg.data.weights) if cfg.data.weights is not None else None
     validate_mix(MixSpec(sources=dict(cfg.data.sources), weights=weights, seed=cfg.seed, max_rows=cfg.data.max_rows))
     if cfg.deepspeed.name != "none":
-        from rlexp.models.reward_training import validate_deepspeed
-
-        validate_deepspeed(
+        rt.validate_deepspeed(
             OmegaConf.to_container(cfg.deepspeed.config, resolve=True),
             batch_size=t.batch_size,
             grad_accum=t.grad_accum,
             lr=t.learning_rate,
             bf16=_use_bf16(cfg),
         )
-    if cfg.model.name_or_path:
-        from rlexp.models.loading import check_model_dir, is_local
-
-        if is_local(str(cfg.model.name_or_path)):
-            check_model_dir(Path(str(cfg.model.name_or_path)).expanduser())
+    if cfg.model.name_or_path and is_local(str(cfg.model.name_or_path)):
+        check_model_dir(Path(str(cfg.model.name_or_path)).expanduser())
 
 
 def _use_bf16(cfg: DictConfig) -> bool:
-    import torch
-
     if cfg.trainer.bf16 == "auto":
         return torch.cuda.is_available() and cfg.runtime.device != "cpu"
     return str(cfg.trainer.bf16).lower() == "true"
@@ -71,11 +67,9 @@ def _use_bf16(cfg: DictConfig) -> bool:
 
 def _load_mix(cfg: DictConfig) -> tuple[list[Any], dict[str, Any], str]:
     """Load every source of the mix, sample it, and name it by content."""
-    from rlexp.tasks.data import resolve_ref
-
     loaded, hashes, paths = {}, {}, {}
     for name, ref in cfg.data.sources.items():
-        path, _ = resolve_ref(str(ref), cfg)
+        path, _ = inputs.data_ref(str(ref), cfg)
         rows = load_pairs(path, name=name)
         loaded[name], hashes[name], paths[name] = rows, pairs_content_hash(rows), str(ref)
     weights = OmegaConf.to_container(cfg.data.weights) if cfg.data.weights is not None else None
@@ -88,13 +82,10 @@ def _load_mix(cfg: DictConfig) -> tuple[list[Any], dict[str, Any], str]:
 
 
 def _pairwise_accuracy(scorer: Any, pairs: list[Any]) -> dict[str, float]:
-    from rlexp.models.reward_training import pair_inputs
-
     if not pairs:
         return {"accuracy": math.nan, "n": 0}
-    inputs = [x for p in pairs for x in pair_inputs(p)]
-    s = scorer.score(inputs)
-    chosen, rejected = s[0::2], s[1::2]
+    scores = scorer.score([x for p in pairs for x in rt.pair_inputs(p)])
+    chosen, rejected = scores[0::2], scores[1::2]
     return {
         "accuracy": float(np.mean(chosen > rejected)),
         "ties": int(np.sum(chosen == rejected)),
@@ -103,54 +94,20 @@ def _pairwise_accuracy(scorer: Any, pairs: list[Any]) -> dict[str, float]:
     }
 
 
-def _train(ctx: RunContext, cfg: DictConfig, lineage: Any, rows: list[Any], mix: dict[str, Any]) -> dict[str, Any]:
-    import torch
+def _scorer_settings(cfg: DictConfig) -> tuple[ScorerConfig, ProfileConfig]:
+    """How the RM reads a pair while training: the benchmarks' rendering at the trainer's length."""
+    device = "cpu" if cfg.runtime.device == "cpu" else "auto"
+    scorer = ScorerConfig(max_length=int(cfg.trainer.max_length), device=device)
+    return scorer, OmegaConf.to_object(cfg.profile)
 
-    from rlexp.models import reward_training as rt
-    from rlexp.models.loading import load_reward_model, load_tokenizer, quiet_libraries
-    from rlexp.scoring.planner import make_planner
-    from rlexp.scoring.reward_model import RewardModelScorer, ScorerSettings
 
-    quiet_libraries()
-    t0 = time.time()
+def _trainer_args(ctx: RunContext, cfg: DictConfig, ckpt_dir: Path) -> Any:
+    """TRL's RewardConfig for this run (the DeepSpeed environment is set up when a config is given)."""
     t = cfg.trainer
-    torch.manual_seed(cfg.seed)
-    checkpoint = lineage.checkpoint(cfg.model.checkpoint)
-    tokenizer = load_tokenizer(checkpoint, padding_side="right", trust_remote_code=lineage.trust_remote_code)
-    model = load_reward_model(checkpoint, init_head=True, trust_remote_code=lineage.trust_remote_code)
-    model.config.pad_token_id = tokenizer.pad_token_id
-    settings = ScorerSettings(
-        max_length=t.max_length,
-        profile_mode=cfg.profile.mode,
-        profile_k=cfg.profile.k,
-        separator=cfg.profile.separator,
-        device="cpu" if cfg.runtime.device == "cpu" else "auto",
-    )
-    planner = make_planner(cfg.profile.mode, cfg.profile.planner, k=cfg.profile.k)
-    scorer = RewardModelScorer(model, tokenizer, settings, name=f"train_rm-{ctx.rid}", planner=planner)
-
-    train_rows, heldout = split_heldout(rows, cfg.heldout_fraction, cfg.seed)
-    data = rt.tokenise_pairs(train_rows, scorer.render, tokenizer, t.max_length)
-    share = data.too_long / max(1, len(train_rows))
-    if data.too_long == len(train_rows):
-        raise ConfigError(f"trainer.max_length={t.max_length} drops all {len(train_rows)} training pairs")
-    if share > cfg.max_dropped_share:
-        raise ConfigError(
-            f"{data.too_long}/{len(train_rows)} pairs ({share:.1%}) exceed trainer.max_length={t.max_length}, "
-            f"more than max_dropped_share={cfg.max_dropped_share}; raise max_length or the share"
-        )
-    before = _pairwise_accuracy(scorer, heldout)
-
-    ckpt_dir = ctx.work_dir / "checkpoints"
-    existing = sorted(ckpt_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1])) if ckpt_dir.exists() else []
-    resume = str(existing[-1]) if existing else None
-    if resume:
-        log.info("train_rm: resuming from %s", resume)
     ds = OmegaConf.to_container(cfg.deepspeed.config, resolve=True) if cfg.deepspeed.name != "none" else None
     if ds is not None:
         rt.deepspeed_env()
-    bf16 = _use_bf16(cfg)
-    args = rt.reward_config(
+    return rt.reward_config(
         ckpt_dir,
         epochs=t.epochs,
         lr=t.learning_rate,
@@ -162,7 +119,7 @@ def _train(ctx: RunContext, cfg: DictConfig, lineage: Any, rows: list[Any], mix:
         weight_decay=t.weight_decay,
         save_steps=t.save_steps,
         logging_steps=t.logging_steps,
-        bf16=bf16,
+        bf16=_use_bf16(cfg),
         gradient_checkpointing=t.gradient_checkpointing,
         seed=cfg.seed,
         report_to="wandb" if ctx.tracker.run is not None else "none",
@@ -170,40 +127,87 @@ def _train(ctx: RunContext, cfg: DictConfig, lineage: Any, rows: list[Any], mix:
         use_cpu=not torch.cuda.is_available() or cfg.runtime.device == "cpu",
         extra=OmegaConf.to_container(t.extra, resolve=True),
     )
-    peft_config = rt.lora_config(cfg.peft.r, cfg.peft.alpha, cfg.peft.dropout, cfg.peft.target_modules) if cfg.peft.enabled else None
-    t_train = time.time()
-    trained, train_metrics = rt.train(model, tokenizer, data, args, peft_config=peft_config, resume=resume,
-                                         group_by_length=t.group_by_length)
-    train_seconds = time.time() - t_train
-    if cfg.peft.enabled:
+
+
+def _check_dropped(cfg: DictConfig, too_long: int, pairs: int) -> None:
+    max_length = cfg.trainer.max_length
+    if too_long == pairs:
+        raise ConfigError(f"trainer.max_length={max_length} drops all {pairs} training pairs")
+    share = too_long / max(1, pairs)
+    if share > cfg.max_dropped_share:
+        raise ConfigError(
+            f"{too_long}/{pairs} pairs ({share:.1%}) exceed trainer.max_length={max_length}, "
+            f"more than max_dropped_share={cfg.max_dropped_share}; raise max_length or the share"
+        )
+
+
+def _fit(ctx: RunContext, cfg: DictConfig, model: Any, tokenizer: Any, data: Any) -> tuple[Any, dict[str, Any], str | None]:
+    """Train (resuming from the last checkpoint of a killed run); returns the merged model."""
+    ckpt_dir = ctx.work_dir / "checkpoints"
+    existing = sorted(ckpt_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1])) if ckpt_dir.exists() else []
+    resume = str(existing[-1]) if existing else None
+    if resume:
+        log.info("train_rm: resuming from %s", resume)
+    args = _trainer_args(ctx, cfg, ckpt_dir)
+    peft = cfg.peft
+    peft_config = rt.lora_config(peft.r, peft.alpha, peft.dropout, peft.target_modules) if peft.enabled else None
+    trained, metrics = rt.train(model, tokenizer, data, args, peft_config=peft_config, resume=resume,
+                                group_by_length=cfg.trainer.group_by_length)
+    if peft.enabled:
         trained.save_pretrained(ctx.work_dir / "adapter")
         trained = trained.merge_and_unload()
-    out = ctx.work_dir / "model"
-    trained.config.pad_token_id = tokenizer.pad_token_id
-    trained.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
-    scorer = RewardModelScorer(trained, tokenizer, settings, name=f"train_rm-{ctx.rid}", planner=planner)
-    after = _pairwise_accuracy(scorer, heldout)
     shutil.rmtree(ckpt_dir, ignore_errors=True)
+    return trained, metrics, resume
 
-    ctx.add_artifact("model", out)
-    ctx.tracker.artifact(f"rm-{ctx.rid}", "model", out)
-    ctx.info["lineage"] = {
+
+def _lineage_info(cfg: DictConfig, lineage: Lineage, checkpoint: str, mix: dict[str, Any]) -> dict[str, Any]:
+    return {
         "lineage": cfg.model.lineage,
         "model": cfg.model.name,
         "checkpoint": cfg.model.checkpoint,
         "checkpoint_path": checkpoint,
         "lineage_record": lineage.record_id,
         "mix": mix,
-        "epochs": t.epochs,
-        "trainer": OmegaConf.to_container(t, resolve=True),
+        "epochs": cfg.trainer.epochs,
+        "trainer": OmegaConf.to_container(cfg.trainer, resolve=True),
         "peft": OmegaConf.to_container(cfg.peft, resolve=True),
         "deepspeed": cfg.deepspeed.name,
         "profile": OmegaConf.to_container(cfg.profile, resolve=True),
         "seed": cfg.seed,
     }
+
+
+def _train(ctx: RunContext, cfg: DictConfig, lineage: Lineage, rows: list[Any], mix: dict[str, Any]) -> dict[str, Any]:
+    quiet_libraries()
+    t0 = time.time()
+    torch.manual_seed(cfg.seed)
+    checkpoint = lineage.checkpoint(cfg.model.checkpoint)
+    tokenizer = load_tokenizer(checkpoint, padding_side="right", trust_remote_code=lineage.trust_remote_code)
+    model = load_reward_model(checkpoint, init_head=True, trust_remote_code=lineage.trust_remote_code)
+    model.config.pad_token_id = tokenizer.pad_token_id
+    settings, profile = _scorer_settings(cfg)
+    planner = make_planner(str(profile.mode), str(profile.planner), k=profile.k)
+    name = f"train_rm-{ctx.rid}"
+    train_rows, heldout = split_heldout(rows, cfg.heldout_fraction, cfg.seed)
+    scorer = RewardModelScorer(model, tokenizer, settings, profile, name=name, planner=planner)
+    data = rt.tokenise_pairs(train_rows, scorer.render, tokenizer, cfg.trainer.max_length)
+    _check_dropped(cfg, data.too_long, len(train_rows))
+    before = _pairwise_accuracy(scorer, heldout)
+
+    t_train = time.time()
+    trained, train_metrics, resume = _fit(ctx, cfg, model, tokenizer, data)
+    train_seconds = time.time() - t_train
+    out = ctx.work_dir / "model"
+    trained.config.pad_token_id = tokenizer.pad_token_id
+    trained.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    after = _pairwise_accuracy(RewardModelScorer(trained, tokenizer, settings, profile, name=name, planner=planner), heldout)
+
+    ctx.add_artifact("model", out)
+    ctx.tracker.artifact(f"rm-{ctx.rid}", "model", out)
+    ctx.info["lineage"] = _lineage_info(cfg, lineage, checkpoint, mix)
     ctx.info["resumed_from"] = resume
-    ctx.info["scorer_settings"] = vars(settings)
+    ctx.info["scorer_settings"] = {"scorer": dataclasses.asdict(settings), "profile": dataclasses.asdict(profile)}
     total = time.time() - t0
     metrics = {
         **train_metrics,
@@ -225,12 +229,10 @@ def _train(ctx: RunContext, cfg: DictConfig, lineage: Any, rows: list[Any], mix:
 def run(cfg: DictConfig) -> Record:
     """Train (or find) the reward model ``cfg`` describes."""
     _validate(cfg)
-    from rlexp.models.lineages import resolve_lineage
-
     rows, mix, mid = _load_mix(cfg)
-    lineage = resolve_lineage(cfg)
-    inputs = {"lineage": lineage.record_id or lineage.base, "mix": mid}
-    return execute("train_rm", cfg, lambda ctx: _train(ctx, cfg, lineage, rows, mix), inputs)
+    lineage = inputs.lineage(cfg)
+    ids = {"lineage": lineage.record_id or lineage.base, "mix": mid}
+    return execute("train_rm", cfg, lambda ctx: _train(ctx, cfg, lineage, rows, mix), ids)
 
 
 main = hydra_entry("train_rm", run)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rlexp.downstream.sampling import HFSampler, SamplingSettings
+from rlexp.config import SamplingConfig
+from rlexp.downstream.sampling import HFSampler
 from rlexp.models import tiny
 from tests._tiny_random import random_chat_model
 
@@ -29,7 +30,7 @@ def test_shared_prefill_gives_the_plain_generate_samples(arch: str, chat_format:
         [{"role": "system", "content": "be brief"}, {"role": "user", "content": "how to cook bread in the garden " * 4}],
         [{"role": "user", "content": "camera paint knitting bike tomato"}],
     ]
-    s = SamplingSettings(n=4, temperature=temperature, top_p=0.9, max_new_tokens=12)
+    s = SamplingConfig(n=4, temperature=temperature, top_p=0.9, max_new_tokens=12)
     got = sampler.generate(prompts, s, seed=3)
 
     texts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in prompts]

@@ -93,13 +93,13 @@ def test_bad_inputs(world: Path, rms: dict[str, str]) -> None:
     assert out.returncode == 2 and "judge.rm" in out.stderr and out.stderr.strip().count("\n") == 0
     assert len(list(Store(world / "runs").records("bon"))) == n_records
     # A pool and a prompt set that do not match.
+    from rlexp import inputs
     from rlexp.data.loaders import load_prompts
     from rlexp.downstream.pool_scoring import pool_matrix
     from rlexp.errors import DataError
-    from rlexp.tasks.data import resolve_ref
 
     pool = next(r for r in Store(world / "runs").records("sample") if r.config["prompts"]["name"] == "general")
-    pers, _ = resolve_ref("sandbox:prompts/personalized", compose("sample"))
+    pers, _ = inputs.data_ref("sandbox:prompts/personalized", compose("sample"))
     with pytest.raises(DataError, match="does not match the prompt set"):
         pool_matrix(str(Store(world / "runs").resolve(pool.artifacts["pool"])), load_prompts(pers, limit=10))
 

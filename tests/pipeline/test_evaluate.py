@@ -47,19 +47,20 @@ def test_personal_rm_with_planner_beats_chance_on_prb(world: Path, rms: dict[str
 
 
 def test_scores_do_not_depend_on_batching_sorting_padding_or_reload(world: Path, rms: dict[str, str]) -> None:
+    from rlexp import inputs
+    from rlexp.config import ScorerConfig
     from rlexp.data.loaders import load_rb2
     from rlexp.scorer import ScoreInput
-    from rlexp.scoring.reward_model import RewardModelScorer, ScorerSettings
-    from rlexp.tasks.data import resolve_ref
+    from rlexp.scoring.reward_model import RewardModelScorer
 
     path = Store(world / "runs").resolve(Store(world / "runs").get(rms["qwen_general"], "train_rm").artifacts["model"])
-    rb2_path, _ = resolve_ref("sandbox:rb2", compose("evaluate", "rm=x"))
+    rb2_path, _ = inputs.data_ref("sandbox:rb2", compose("evaluate", "rm=x"))
     items = [ScoreInput(it.prompt, c) for it in load_rb2(rb2_path, limit=40) for c in it.chosen + it.rejected]
-    ref = RewardModelScorer.from_pretrained(str(path), ScorerSettings(batch_size=1, sort_by_length=False)).score(items)
+    ref = RewardModelScorer.from_pretrained(str(path), ScorerConfig(batch_size=1, sort_by_length=False)).score(items)
     for bs, sort in ((7, True), (64, False), (160, True)):
-        s = RewardModelScorer.from_pretrained(str(path), ScorerSettings(batch_size=bs, sort_by_length=sort)).score(items)
+        s = RewardModelScorer.from_pretrained(str(path), ScorerConfig(batch_size=bs, sort_by_length=sort)).score(items)
         assert np.max(np.abs(s - ref)) <= 1e-5
-    left = RewardModelScorer.from_pretrained(str(path), ScorerSettings(batch_size=16))
+    left = RewardModelScorer.from_pretrained(str(path), ScorerConfig(batch_size=16))
     left.tokenizer.padding_side = "left"
     assert np.max(np.abs(left.score(items) - ref)) <= 1e-5
 
@@ -82,9 +83,9 @@ def test_bad_inputs(world: Path, rms: dict[str, str], tmp_path: Path) -> None:
     out = run(f"rm={tmp_path / 'two_labels'}")
     assert out.returncode == 2 and "num_labels=2" in out.stderr and out.stderr.strip().count("\n") == 0
     # A benchmark file of the wrong kind (a PRB folder given as RB2).
-    from rlexp.tasks.data import resolve_ref
+    from rlexp import inputs
 
-    prb_path, _ = resolve_ref("sandbox:prb", compose("evaluate", "rm=x"))
+    prb_path, _ = inputs.data_ref("sandbox:prb", compose("evaluate", "rm=x"))
     out = run(f"rm={rms['llama_general']}", "benchmark=rb2", f"benchmark.rb2.source={prb_path}")
     assert out.returncode == 2 and "Personalized RewardBench" in out.stderr and out.stderr.strip().count("\n") == 0
     # An unknown profile mode.
@@ -108,9 +109,9 @@ def test_generative_judge_without_chat_template(world: Path, rms: dict[str, str]
     import json
     import shutil
 
-    from rlexp.models.lineages import resolve_lineage
+    from rlexp import inputs
 
-    src = Path(resolve_lineage(compose("train_rm", "model=tiny_qwen")).instruct)
+    src = Path(inputs.lineage(compose("train_rm", "model=tiny_qwen")).instruct)
     dst = tmp_path / "no_template"
     shutil.copytree(src, dst)
     (dst / "chat_template.jinja").unlink(missing_ok=True)

@@ -17,17 +17,16 @@ SMALL = ["prompts.limit=32", "sampling.n=4", "n_boot=200", "trainer.total_episod
 
 def test_cross_lineage_rm_reward_equals_rm_score_of_decoded_text(world: Path, rms: dict[str, str]) -> None:
     """A tiny_qwen RM drives PPO of a tiny_llama policy; the rewards are the RM's scores of the text."""
+    from rlexp import inputs
     from rlexp.downstream import ppo as adapter
     from rlexp.models.loading import load_causal_lm, load_reward_model, load_tokenizer
     from rlexp.scorer import ScoreInput
-    from rlexp.scoring.resolve import reward_for
-    from rlexp.tasks.sample import load_prompt_set, resolve_policy
 
     cfg = compose("ppo", f"rm={rms['qwen_general']}", "model=tiny_llama", "prompts=general", "profile=none", *SMALL)
-    policy_path, _, lineage = resolve_policy(cfg)
-    reward, _, rm_lineage = reward_for(cfg)
+    policy_path, _, lineage = inputs.policy(cfg)
+    reward, _, rm_lineage = inputs.reward(cfg)
     assert (lineage, rm_lineage) == ("tiny_llama", "tiny_qwen")
-    prompts, _ = load_prompt_set(cfg, split="train")
+    prompts, _ = inputs.prompt_set(cfg, split="train")
     tok = load_tokenizer(policy_path, padding_side="left")
     module = adapter.reward_module(reward, tok, prompts, 10)
     args = adapter.ppo_config(str(world / "ppo_scratch"), {
@@ -133,14 +132,14 @@ def test_default_ppo_settings_learn_an_easy_reward(world: Path) -> None:
     """
     import copy
 
+    from rlexp import inputs
     from rlexp.downstream import ppo as adapter
     from rlexp.models.loading import load_causal_lm, load_reward_model, load_tokenizer
     from rlexp.tasks.ppo import _settings
-    from rlexp.tasks.sample import load_prompt_set, resolve_policy
 
     cfg = compose("ppo", "rm=judge:rubric", "model=tiny_llama", "prompts=personalized", "trainer.total_episodes=128")
-    policy_path, _, _ = resolve_policy(cfg)
-    prompts, _ = load_prompt_set(cfg, split="train")
+    policy_path, _, _ = inputs.policy(cfg)
+    prompts, _ = inputs.prompt_set(cfg, split="train")
     tok = load_tokenizer(policy_path, padding_side="left")
     reward = BulletedListReward()
     module = adapter.reward_module(reward, tok, prompts, cfg.sampling.profile_k)

@@ -14,31 +14,32 @@ from tests.conftest import compose, env_with, rlexp_cmd
 
 
 def _general_heldout(world: Path):
+    from rlexp import inputs
     from rlexp.data.loaders import load_pairs
     from rlexp.data.mixes import split_heldout
-    from rlexp.tasks.data import resolve_ref
 
     cfg = compose("train_rm", "data=general")
-    path, _ = resolve_ref("sandbox:general", cfg)
+    path, _ = inputs.data_ref("sandbox:general", cfg)
     _, heldout = split_heldout(load_pairs(path, name="general"), cfg.heldout_fraction, cfg.seed)
     return heldout
 
 
 def _accuracy(model_dir: str, pairs, mode: str = "none") -> float:
+    from rlexp.config import ProfileConfig, ScorerConfig
     from rlexp.models.reward_training import pair_inputs
-    from rlexp.scoring.reward_model import RewardModelScorer, ScorerSettings
+    from rlexp.scoring.reward_model import RewardModelScorer
 
-    scorer = RewardModelScorer.from_pretrained(model_dir, ScorerSettings(max_length=512, profile_mode=mode))
+    scorer = RewardModelScorer.from_pretrained(model_dir, ScorerConfig(max_length=512), ProfileConfig(mode=mode))
     s = scorer.score([x for p in pairs for x in pair_inputs(p)])
     return float(np.mean(s[0::2] > s[1::2]))
 
 
 def test_two_lineages_have_different_tokenizers(world: Path, rms: dict[str, str]) -> None:
-    from rlexp.models.lineages import resolve_lineage
+    from rlexp import inputs
     from rlexp.models.loading import load_tokenizer
 
-    llama = resolve_lineage(compose("train_rm", "model=tiny_llama"))
-    qwen = resolve_lineage(compose("train_rm", "model=tiny_qwen"))
+    llama = inputs.lineage(compose("train_rm", "model=tiny_llama"))
+    qwen = inputs.lineage(compose("train_rm", "model=tiny_qwen"))
     t1, t2 = load_tokenizer(llama.base), load_tokenizer(qwen.base)
     text = "The capital of the northern province is famous for its bridges."
     assert t1(text)["input_ids"] != t2(text)["input_ids"]

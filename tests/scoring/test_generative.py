@@ -23,23 +23,22 @@ from rlexp.benchmarks.rewardbench2_math import parse_rating
 from rlexp.data.schemas import ProfilePost, RubricAspect
 from rlexp.errors import ConfigError, DataError
 from rlexp.models import tiny
+from rlexp.models.chat_lm import ChatLM
 from rlexp.scorer import ScoreInput, Scorer
 from rlexp.scoring.generative import (
     RANKING_LETTERS,
     TIES_CLAUSE,
-    ChatLM,
     GenerativeJudge,
     JudgeSettings,
     judge_prb_pairs,
     seeded_slot,
 )
+from rlexp.scoring.judge_parsing import parse_match_score, parse_score_list
 from rlexp.scoring.judges import (
     AspectLLMJudge,
     PRBListJudge,
     RMGoldJudge,
     SandboxJudge,
-    parse_match_score,
-    parse_score_list,
 )
 from tests._tiny_random import corpus, random_chat_model
 

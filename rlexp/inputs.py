@@ -1,0 +1,358 @@
+"""The one place that builds what a task needs on first use.
+
+A task asks here for its inputs: the sandbox world, a data file, a lineage, a policy, a prompt
+set, a sample pool, a pool's scores, a reward model, the gold judge. Whatever is missing is
+produced as a store record through :func:`rlexp.runtime.execute` (so it is built once and found
+by every later run); library code below this module never runs a producing step, never sees the
+store and never imports a task.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from omegaconf import DictConfig, OmegaConf
+
+from rlexp.config import CONF_DIR, DataConfig, ModelConfig, SampleConfig, SamplingBackend, SamplingConfig
+from rlexp.data.loaders import load_prompts
+from rlexp.data.schemas import PromptItem
+from rlexp.downstream.pool_scoring import pool_matrix, score_pool_texts
+from rlexp.downstream.sampling import HFSampler, vllm_available, write_pool
+from rlexp.errors import ConfigError
+from rlexp.models.lineages import Lineage, build_tiny_lineage, tiny_spec
+from rlexp.models.loading import (
+    check_generation_length,
+    check_model_dir,
+    is_local,
+    load_causal_lm,
+    load_tokenizer,
+    quiet_libraries,
+)
+from rlexp.runtime import RunContext, execute
+from rlexp.sandbox.judges import rubric_score, verifier_score
+from rlexp.sandbox.materialise import WORLD_VERSION, materialise
+from rlexp.scorer import Scorer
+from rlexp.scoring.factory import RMRef, judge_name, reward_scorer
+from rlexp.scoring.generative import ChatLM
+from rlexp.scoring.judges import AspectLLMJudge, PRBListJudge, RMGoldJudge, SandboxJudge
+from rlexp.store import Record, Store
+
+# --- the sandbox world and data references ----------------------------------------------------
+
+# Short names for the files of the sandbox world ("sandbox:<name>" in configs).
+SANDBOX_FILES: dict[str, str] = {
+    "general": "pairs/general.parquet",
+    "personal": "pairs/personal.parquet",
+    "length_bias": "pairs/length_bias.parquet",
+    "flipped": "pairs/flipped.parquet",
+    "rb2": "rb2",
+    "prb": "prb",
+    "prompts/personalized": "prompts/personalized",
+    "prompts/general": "prompts/general",
+}
+
+
+def world_inputs() -> dict[str, str]:
+    """Part of the data record id: new generator code never reuses a world an older one stored."""
+    return {"world_version": str(WORLD_VERSION)}
+
+
+def _materialise(ctx: RunContext) -> dict[str, Any]:
+    out = ctx.work_dir / "sandbox"
+    if out.exists():  # left by a run killed between materialising and writing its record
+        shutil.rmtree(out)
+    manifest = materialise(
+        out, seed=int(ctx.cfg.sandbox.seed), difficulty=float(ctx.cfg.sandbox.difficulty), progress=ctx.cfg.progress
+    )
+    ctx.add_artifact("sandbox", out)
+    ctx.add_artifact("manifest", out / "manifest.json")
+    ctx.tracker.artifact(f"sandbox-{ctx.rid}", "dataset", out / "manifest.json", reference=False)
+    return {"counts": manifest.get("counts", {}), "baselines": manifest.get("baselines", {})}
+
+
+def sandbox_record(cfg: DictConfig) -> Record:
+    """The `data` record of the world ``cfg.sandbox`` names; materialised on first use."""
+    return execute("data", cfg, _materialise, inputs=world_inputs())
+
+
+def sandbox(cfg: DictConfig) -> tuple[Path, str]:
+    """The sandbox folder and data record id for the world any task's ``cfg`` names."""
+    data_cfg = OmegaConf.merge(
+        OmegaConf.structured(DataConfig),
+        {
+            "paths": cfg.paths,
+            "logger": cfg.logger,
+            "sandbox": cfg.sandbox,
+            "progress": cfg.get("progress", True),
+            "experiment_name": cfg.get("experiment_name", "default"),
+        },
+    )
+    record = sandbox_record(data_cfg)
+    return Store(cfg.paths.store).resolve(record.artifacts["sandbox"]), record.id
+
+
+def is_sandbox_ref(ref: str) -> bool:
+    return str(ref).startswith("sandbox:")
+
+
+def data_ref(ref: str, cfg: DictConfig) -> tuple[str, str | None]:
+    """A data reference as a loadable path/hub id, plus the sandbox record id it came from.
+
+    ``sandbox:<name>`` names a file of the sandbox world (built on first use); anything else
+    (local path, hub id) is returned unchanged.
+    """
+    if not is_sandbox_ref(ref):
+        return str(ref), None
+    name = str(ref).split(":", 1)[1]
+    if name not in SANDBOX_FILES:
+        raise ConfigError(f"unknown sandbox source {ref!r}; known: {', '.join('sandbox:' + k for k in SANDBOX_FILES)}")
+    folder, data_id = sandbox(cfg)
+    return str(folder / SANDBOX_FILES[name]), data_id
+
+
+# --- lineages and policies ----------------------------------------------------------------------
+
+
+def lineage(cfg: DictConfig) -> Lineage:
+    """The lineage ``cfg.model`` names, building a tiny one (once) if needed."""
+    model_cfg = cfg.model
+    if model_cfg.get("name_or_path"):
+        ref = str(model_cfg.name_or_path)
+        return Lineage(model_cfg.lineage, ref, ref, None, bool(model_cfg.get("trust_remote_code", False)))
+    if not model_cfg.get("tiny"):
+        raise ConfigError(f"model {model_cfg.get('name')!r} has neither name_or_path nor a tiny spec")
+    sandbox_dir, data_id = sandbox(cfg)
+    spec = tiny_spec(model_cfg)
+    lineage_cfg = OmegaConf.create(
+        {
+            "paths": OmegaConf.to_container(cfg.paths, resolve=True),
+            "logger": OmegaConf.to_container(cfg.logger, resolve=True),
+            "runtime": OmegaConf.to_container(cfg.runtime, resolve=True),
+            "experiment_name": cfg.get("experiment_name", "default"),
+            "progress": cfg.get("progress", True),
+            "lineage": model_cfg.lineage,
+            "tiny": OmegaConf.to_container(model_cfg.tiny, resolve=True),
+        }
+    )
+
+    def body(ctx: RunContext) -> dict[str, Any]:
+        metrics = build_tiny_lineage(spec, sandbox_dir, ctx.work_dir)
+        ctx.add_artifact("base", ctx.work_dir / "base")
+        ctx.add_artifact("instruct", ctx.work_dir / "instruct")
+        ctx.tracker.artifact(f"base-{ctx.rid}", "model", ctx.work_dir / "base")
+        return metrics
+
+    record = execute("lineage", lineage_cfg, body, inputs={"data": data_id})
+    store = Store(cfg.paths.store)
+    return Lineage(
+        name=str(model_cfg.lineage),
+        base=str(store.resolve(record.artifacts["base"])),
+        instruct=str(store.resolve(record.artifacts["instruct"])),
+        record_id=record.id,
+    )
+
+
+def model_path(cfg: Any, ref: str) -> str:
+    """A lineage name of conf/model/ (its instruct checkpoint), a folder or a hub id."""
+    conf = CONF_DIR / "model" / f"{ref}.yaml"
+    if not conf.is_file():
+        return ref
+    # Any task's config (which may have no `model` key) plus the lineage's model node, through
+    # the schema, so the lineage hashes exactly as when `model=<name>` composes it.
+    node = OmegaConf.merge(OmegaConf.structured(ModelConfig), OmegaConf.load(conf))
+    sub = OmegaConf.merge(OmegaConf.create(OmegaConf.to_container(cfg, resolve=True)), {"model": node})
+    return lineage(sub).instruct
+
+
+#: ``policy=store:<path relative to the store root>``: a policy folder inside the run store.
+STORE_PREFIX = "store:"
+
+
+def policy(cfg: DictConfig) -> tuple[str, str, str]:
+    """(model path or hub id, input id, lineage) of the policy a sample/BoN/PPO config names."""
+    if not cfg.get("policy"):
+        built = lineage(cfg)
+        path = built.checkpoint(cfg.model.checkpoint)
+        return path, f"{built.record_id or path}:{cfg.model.checkpoint}", built.name
+    ref = str(cfg.policy)
+    store = Store(cfg.paths.store)
+    if ref.startswith(STORE_PREFIX):
+        # A model inside the store (e.g. a PPO run's policy before its record exists): named by its
+        # store-relative path, so the pool's id does not depend on where the store lives.
+        path = store.resolve(ref[len(STORE_PREFIX):])
+        check_model_dir(path)
+        return str(path), ref, str(cfg.model.lineage)
+    record = store.find(ref) if "/" not in ref else None
+    if record is not None:
+        if "policy" not in record.artifacts:
+            raise ConfigError(f"record {record.id} ({record.task}) has no policy artifact")
+        path = str(store.resolve(record.artifacts["policy"]))
+        return path, record.id, str(record.info.get("policy_lineage", cfg.model.lineage))
+    if is_local(ref):
+        local = Path(ref).expanduser()
+        check_model_dir(local)
+        return str(local.resolve()), str(local.resolve()), str(cfg.model.lineage)
+    return ref, ref, str(cfg.model.lineage)
+
+
+# --- prompts and pools --------------------------------------------------------------------------
+
+
+def prompt_set(cfg: DictConfig, split: str | None = None) -> tuple[list[PromptItem], str]:
+    """The configured prompt split, and the id of where it came from."""
+    path, data_id = data_ref(cfg.prompts.source, cfg)
+    split = split or cfg.prompts.split
+    return load_prompts(path, split=split, limit=cfg.prompts.limit), f"{data_id or path}:{split}"
+
+
+def sample_config(cfg: DictConfig) -> DictConfig:
+    """The `sample` task config a BoN/PPO config implies (same keys -> same pool record)."""
+    keys = [k for k in SampleConfig.__dataclass_fields__ if k != "task_name"]
+    return OmegaConf.merge(OmegaConf.structured(SampleConfig), {k: cfg[k] for k in keys if k in cfg})
+
+
+def _sample(ctx: RunContext, cfg: DictConfig, policy_path: str, prompts: list[PromptItem]) -> dict[str, Any]:
+    import torch  # heavy: only a run that samples pays for it
+
+    quiet_libraries()
+    settings: SamplingConfig = OmegaConf.to_object(cfg.sampling)
+    if settings.backend == SamplingBackend.vllm:
+        if not vllm_available():
+            raise ConfigError("sampling.backend=vllm needs vllm installed and a GPU (pip install 'rlexp[vllm]')")
+        raise ConfigError("sampling.backend=vllm is not wired yet; use sampling.backend=hf")
+    device = "cuda" if torch.cuda.is_available() and cfg.runtime.device != "cpu" else "cpu"
+    sampler = HFSampler(load_causal_lm(policy_path), load_tokenizer(policy_path, padding_side="left"), device)
+    pool, info = write_pool(sampler, prompts, settings, ctx.work_dir, seed=int(cfg.seed), progress=ctx.cfg.progress)
+    ctx.add_artifact("pool", pool)
+    ctx.info.update(info)
+    table = pq.read_table(pool).to_pydict()
+    counts = table["token_count"]
+    return {
+        "prompts": len(prompts),
+        "samples": len(counts),
+        "mean_tokens": sum(counts) / max(1, len(counts)),
+        "eos_share": sum(r == "eos" for r in table["finish_reason"]) / max(1, len(counts)),
+    }
+
+
+def sample(cfg: DictConfig) -> Record:
+    """The pool record of a `sample` config: (policy, prompt set, n, sampling settings, seed)."""
+    OmegaConf.to_object(cfg.sampling)  # its checks run here: bad settings fail before any model loads
+    prompts, prompts_id = prompt_set(cfg)
+    policy_path, policy_id, _ = policy(cfg)
+    check_generation_length(policy_path, int(cfg.sampling.max_new_tokens), "sampling.max_new_tokens")
+    ids = {"policy": policy_id, "prompts": prompts_id}
+    return execute("sample", cfg, lambda ctx: _sample(ctx, cfg, policy_path, prompts), ids)
+
+
+def pool(cfg: DictConfig) -> tuple[Record, list[PromptItem]]:
+    """The pool record for a BoN/PPO config's (policy, prompts, sampling, seed), sampled on first use."""
+    scfg = sample_config(cfg)
+    prompts, _ = prompt_set(scfg)
+    return sample(scfg), prompts
+
+
+def pool_scores(
+    cfg: DictConfig,
+    *,
+    pool_record: Record,
+    prompts: Sequence[PromptItem],
+    scorer_key: Mapping[str, Any],
+    make_scorer: Callable[[], Scorer],
+    role: str,
+) -> tuple[np.ndarray, str]:
+    """[P, n] scores of the pool by the scorer ``scorer_key`` identifies (cached), and the record id.
+
+    Another RM, another k or another judge never regenerates the pool, and a second run with the
+    same scorer never re-scores it.
+    """
+    store = Store(cfg.paths.store)
+    texts, n = pool_matrix(str(store.resolve(pool_record.artifacts["pool"])), prompts)
+
+    def body(ctx: RunContext) -> dict[str, Any]:
+        scorer = make_scorer()
+        flat = score_pool_texts(scorer, prompts, texts, role, bool(ctx.cfg.progress))
+        rows = {
+            "prompt_id": [p.prompt_id for p in prompts for _ in range(n)],
+            "sample_index": [j for _ in prompts for j in range(n)],
+            "score": flat.tolist(),
+        }
+        path = ctx.work_dir / "scores.parquet"
+        pq.write_table(pa.table(rows), path)
+        ctx.add_artifact("scores", path)
+        ctx.info["scorer_stats"] = {"items": scorer.stats.items, "truncated": scorer.stats.truncated,
+                                    "parse_failures": scorer.stats.parse_failures}
+        if getattr(scorer, "tokenizer_report", None):
+            ctx.info["tokenizer"] = scorer.tokenizer_report
+        return {"mean": float(flat.mean()), "std": float(flat.std()), "n": int(flat.size)}
+
+    sub = OmegaConf.create(
+        {
+            "paths": OmegaConf.to_container(cfg.paths, resolve=True),
+            "logger": {"kind": "none"},
+            "runtime": OmegaConf.to_container(cfg.runtime, resolve=True),
+            "progress": cfg.get("progress", True),
+            "scorer": json.loads(json.dumps(dict(scorer_key), default=str)),
+            "role": role,
+        }
+    )
+    record = execute("pool_scores", sub, body, inputs={"pool": pool_record.id})
+    table = pq.read_table(store.resolve(record.artifacts["scores"])).to_pydict()
+    scores = np.asarray(table["score"], dtype=np.float64).reshape(len(prompts), n)
+    return scores, record.id
+
+
+# --- reward models and judges -------------------------------------------------------------------
+
+
+def rm(ref: str, store: Store) -> RMRef:
+    """A reward model: a train_rm record id (or unique prefix), a local folder or a hub id."""
+    ref = str(ref)
+    if not ref or ref == "???":
+        raise ConfigError("rm is required: a train_rm record id, a local folder or a hub id")
+    record = store.find(ref) if "/" not in ref else None
+    if record is not None:
+        if "model" not in record.artifacts:
+            raise ConfigError(f"record {record.id} ({record.task}) has no model artifact")
+        lineage_name = record.info.get("lineage", {}).get("lineage")
+        return RMRef(str(store.resolve(record.artifacts["model"])), record.id, lineage_name, record.id)
+    if is_local(ref):
+        path = check_model_dir(Path(ref).expanduser())
+        return RMRef(str(path.resolve()), str(path.resolve()), None, None)
+    return RMRef(ref, ref, None, None)
+
+
+def gold_judge(cfg: Any, kind: str) -> Scorer:
+    """The gold judge a BoN/PPO config names, as a scorer."""
+    name = judge_name(cfg.judge, kind)
+    if name == "rubric":
+        return SandboxJudge(rubric_score, name="rubric")
+    if name == "verifier":
+        return SandboxJudge(verifier_score, name="verifier")
+    if name == "rm":
+        ref = rm(str(cfg.judge.rm), Store(cfg.paths.store))
+        return RMGoldJudge(reward_scorer(ref, cfg.scorer, {"mode": "none"}), name=f"rm-gold:{ref.input_id}")
+    lm = ChatLM.from_pretrained(model_path(cfg, str(cfg.judge.model)))
+    if str(cfg.judge.variant) == "prb":
+        return PRBListJudge(lm)
+    return AspectLLMJudge(lm)
+
+
+def reward(cfg: Any) -> tuple[Scorer, str, str | None]:
+    """The PPO reward: an RM reference or ``judge:<name>`` (a sandbox judge as an upper bound).
+
+    Returns (scorer, input id, lineage of the RM or None).
+    """
+    ref = str(cfg.rm)
+    if ref.startswith("judge:"):
+        jcfg = OmegaConf.merge(cfg, {"judge": {"name": ref.split(":", 1)[1]}})
+        return gold_judge(jcfg, str(cfg.prompts.name)), ref, None
+    found = rm(ref, Store(cfg.paths.store))
+    return reward_scorer(found, cfg.scorer, cfg.profile), found.input_id, found.lineage

@@ -1,0 +1,74 @@
+"""Scorers from typed settings: a reward model's scorer, and what identifies a gold judge.
+
+Finding a reward model (a store record, a folder, a hub id) happens in :mod:`rlexp.inputs`;
+this module only turns a resolved reference and settings into a scorer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from rlexp.config import JudgeConfig, JudgeName, ProfileConfig, ScorerConfig
+from rlexp.errors import ConfigError
+from rlexp.scoring.planner import make_planner
+from rlexp.scoring.reward_model import RewardModelScorer
+
+
+@dataclass(frozen=True)
+class RMRef:
+    """A resolved reward model: where its files are and what identifies it."""
+
+    path: str
+    input_id: str  # record id, or the path / hub id
+    lineage: str | None  # the lineage it was trained from, when known
+    record_id: str | None
+
+
+def typed(node: Any, schema: type) -> Any:
+    """A config node as its dataclass (``schema``): a composed node, a plain mapping or already typed."""
+    if isinstance(node, schema):
+        return node
+    if isinstance(node, DictConfig):
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), node))
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), dict(node)))
+
+
+def reward_scorer(rm: RMRef, scorer: Any, profile: Any, *, name: str | None = None) -> RewardModelScorer:
+    """A sequence-classification scorer with the configured rendering and profile mode."""
+    scorer_cfg: ScorerConfig = typed(scorer, ScorerConfig)
+    profile_cfg: ProfileConfig = typed(profile, ProfileConfig)
+    planner = make_planner(str(profile_cfg.mode), str(profile_cfg.planner), k=profile_cfg.k)
+    return RewardModelScorer.from_pretrained(rm.path, scorer_cfg, profile_cfg, name=name or rm.input_id,
+                                             planner=planner, trust_remote_code=scorer_cfg.trust_remote_code)
+
+
+def judge_name(judge: Mapping[str, Any] | JudgeConfig, kind: str) -> str:
+    """``auto`` picks the sandbox rubric judge for personalized prompts and the verifier otherwise."""
+    judge_cfg: JudgeConfig = typed(judge, JudgeConfig)
+    name = judge_cfg.name
+    if name == JudgeName.auto:
+        return "rubric" if kind == "personalized" else "verifier"
+    # The schema's None default outlives the group's ??? (OmegaConf merges never apply MISSING),
+    # so an unset judge model is caught here, before any sampling, instead of as a bad path later.
+    if name == JudgeName.rm and not judge_cfg.rm:
+        raise ConfigError("judge=rm needs judge.rm=<train_rm record id | folder | hub id>")
+    if name == JudgeName.llm and not judge_cfg.model:
+        raise ConfigError("judge=llm needs judge.model=<lineage name | folder | hub id>")
+    return str(name)
+
+
+def judge_key(judge: Mapping[str, Any] | JudgeConfig, kind: str) -> dict[str, Any]:
+    """What identifies a gold judge's scores (the cache key of its pool scores)."""
+    judge_cfg: JudgeConfig = typed(judge, JudgeConfig)
+    name = judge_name(judge_cfg, kind)
+    key: dict[str, Any] = {"judge": name}
+    if name == "rm":
+        key["rm"] = str(judge_cfg.rm)
+    if name == "llm":
+        key["model"] = str(judge_cfg.model)
+        key["variant"] = str(judge_cfg.variant)
+    return key
