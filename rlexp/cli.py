@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import importlib
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
-from rlexp.errors import RlexpError
+from rlexp.config import CONF_DIR
+from rlexp.errors import ConfigError, RlexpError
+from rlexp.runtime import one_line
 
 # task -> one-line description (the order is the pipeline's).
 TASKS: dict[str, str] = {
@@ -58,10 +62,6 @@ def validate_overrides(task: str, args: list[str]) -> None:
     from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from rlexp.config import CONF_DIR
-    from rlexp.errors import ConfigError
-    from rlexp.runtime import one_line
-
     plain = [a for a in args if not a.startswith("-")]
     try:
         parsed = OverridesParser.create().parse_overrides(plain)
@@ -100,11 +100,6 @@ def validate_overrides(task: str, args: list[str]) -> None:
 def check_roots(cfg: Any) -> None:
     """Every folder rlexp writes under (store, outputs, caches) is a directory it can write, or can be
     created; checked before Hydra makes its job folder, so a bad ``RLEXP_ROOT`` is one line."""
-    import tempfile
-    from pathlib import Path
-
-    from rlexp.errors import ConfigError
-
     if "paths" not in cfg:
         return
     for name in ("root", "store", "output_root", "cache"):
@@ -139,8 +134,6 @@ def main(argv: list[str] | None = None) -> int:
     wants_help = any(a in ("--help", "-h", "--hydra-help", "--info", "-i", "--cfg", "-c") for a in args)
     if not wants_help:
         try:
-            import rlexp.config  # noqa: F401  (registers schemas)
-
             module = importlib.import_module(f"rlexp.tasks.{name}")
             validate_overrides(name, args)
         except RlexpError as exc:

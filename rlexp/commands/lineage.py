@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import time
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from rlexp import inputs
 from rlexp.config import CONF_DIR
 from rlexp.errors import ConfigError
 from rlexp.runtime import compose_task
+from rlexp.store import Store
 
 
 def _compose(name: str, overrides: list[str]) -> DictConfig:
@@ -35,10 +36,6 @@ def main(args: list[str]) -> int:
             lineage = inputs.lineage(_compose(name, ns.override))
             print(f"{name}: record {lineage.record_id}  base={lineage.base}  ({time.time() - start:.1f}s)")
         return 0
-    from omegaconf import OmegaConf
-
-    from rlexp.store import Store
-
     cfg = _compose("tiny_llama", [])
     built = {r.config.get("lineage"): r for r in Store(cfg.paths.store).records("lineage")}
     print(f"{'name':<24} {'lineage':<12} {'source':<45} built")

@@ -7,6 +7,8 @@ import datetime as dt
 import json
 import os
 
+from rlexp.config import PROJECT_ROOT
+from rlexp.errors import StoreError
 from rlexp.store import Store
 
 #: Every task that writes records: the Hydra tasks plus the inputs built on their behalf.
@@ -15,8 +17,6 @@ RECORD_TASKS: tuple[str, ...] = ("env", "data", "lineage", "train_rm", "evaluate
 
 
 def _default_store() -> str:
-    from rlexp.config import PROJECT_ROOT
-
     root = os.environ.get("RLEXP_ROOT", str(PROJECT_ROOT))
     return os.path.join(root, "runs")
 
@@ -33,8 +33,6 @@ def main(args: list[str]) -> int:
     store = Store(ns.store)
     if ns.cmd == "ls":
         if ns.task is not None and ns.task not in RECORD_TASKS:
-            from rlexp.errors import StoreError
-
             raise StoreError(f"--task {ns.task!r} is not a task; record tasks: {', '.join(RECORD_TASKS)}")
         rows = list(store.records(ns.task))
         print(f"{'id':<18} {'task':<10} {'ended':<19} {'secs':>7}  metrics")
@@ -47,8 +45,6 @@ def main(args: list[str]) -> int:
         return 0
     record = store.find(ns.id)
     if record is None:
-        from rlexp.errors import StoreError
-
         raise StoreError(f"no unique record with id {ns.id!r} in {store.root}")
     print(json.dumps(json.loads(record.to_json()), indent=2))
     return 0

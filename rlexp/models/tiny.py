@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlexp.errors import ConfigError
 from rlexp.models.loading import drop_log_printer
 
 # Chat formats: special tokens + a Jinja chat template the tokenizer saves with itself.
@@ -116,8 +117,6 @@ def build_model(spec: TinySpec, tokenizer: Any) -> Any:
     elif spec.arch == "qwen2":
         config = Qwen2Config(**common, use_sliding_window=False)
     else:
-        from rlexp.errors import ConfigError
-
         raise ConfigError(f"model.tiny.arch={spec.arch!r} is not one of llama, qwen2")
     return AutoModelForCausalLM.from_config(config)
 

@@ -13,6 +13,7 @@ from typing import Any
 from rlexp.data.formatting import Planner, top_posts
 from rlexp.data.schemas import ProfilePost
 from rlexp.errors import ConfigError
+from rlexp.sandbox.planner import format_plan, infer_aspects
 
 PLANPERS_SYSTEM = (
     "Given a user's past questions and their current question, list the aspects this user "
@@ -29,8 +30,6 @@ def sandbox_planner(question: str, posts: Sequence[ProfilePost]) -> str:
 def _sandbox_plan(posts: tuple[ProfilePost, ...]) -> str:
     # Memoised for the same reason as the post ranking: the same profile is planned for every
     # sample of a pool and every RM.
-    from rlexp.sandbox.planner import format_plan, infer_aspects
-
     return format_plan(infer_aspects(posts))
 
 
