@@ -25,7 +25,7 @@ test: $(STAMP)
 	@WANDB_MODE=disabled $(PY) -m pytest -q $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	@$(VENV)/bin/ruff check rlexp tests benchmarks
+	@$(VENV)/bin/ruff check rlexp tests perf
 
 clean:
 	rm -rf runs outputs .cache

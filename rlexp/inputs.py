@@ -259,6 +259,12 @@ def pool(cfg: DictConfig) -> tuple[Record, list[PromptItem]]:
     return sample(scfg), prompts
 
 
+def rm_scores_key(rm_id: str, cfg: DictConfig) -> dict[str, Any]:
+    """What identifies an RM's scores of a pool; BoN and PPO use the same key, so they share the cache."""
+    return {"rm": rm_id, "scorer": OmegaConf.to_container(cfg.scorer, resolve=True),
+            "profile": OmegaConf.to_container(cfg.profile, resolve=True)}
+
+
 def pool_scores(
     cfg: DictConfig,
     *,

@@ -6,11 +6,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
-from omegaconf import DictConfig, OmegaConf
 
 from rlexp.benchmarks.runners import score_chunked
 from rlexp.data.schemas import PromptItem
@@ -41,12 +39,6 @@ def pool_matrix(pool_path: str, prompts: Sequence[PromptItem]) -> tuple[list[lis
             raise DataError(f"pool {pool_path}: prompt {pid!r} has samples {sorted(row)[:5]}..., expected 0..{n - 1}")
         texts.append([row[j] for j in range(n)])
     return texts, n
-
-
-def rm_scores_key(rm_id: str, cfg: DictConfig) -> dict[str, Any]:
-    """What identifies an RM's scores of a pool; BoN and PPO use the same key, so they share the cache."""
-    return {"rm": rm_id, "scorer": OmegaConf.to_container(cfg.scorer, resolve=True),
-            "profile": OmegaConf.to_container(cfg.profile, resolve=True)}
 
 
 def score_pool_texts(scorer: Scorer, prompts: Sequence[PromptItem], texts: list[list[str]], role: str,

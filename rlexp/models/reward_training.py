@@ -163,7 +163,7 @@ def _length_grouped_trainer() -> type:
     longest row. transformers' ``group_by_length`` sorts windows of up to 50 batches, which turns
     such a mix into long runs of one kind of pair (measured on the flipped control over 3 seeds:
     held-out accuracy 0.72 -> 0.65); sorting within 4 batches keeps the order random at that scale
-    (0.71) and most of the speed (1.5x against 1.7x; ``benchmarks/rm_length_grouping.py``).
+    (0.71) and most of the speed (1.5x against 1.7x; ``perf/rm_length_grouping.py``).
     """
     import torch
     from transformers import TrainerCallback

@@ -17,7 +17,6 @@ from omegaconf import DictConfig
 
 from rlexp import inputs
 from rlexp.downstream.bon_math import bon_curve, bootstrap_ci, default_ks, rank_agreement
-from rlexp.downstream.pool_scoring import rm_scores_key
 from rlexp.errors import ConfigError
 from rlexp.runtime import RunContext, execute, hydra_entry
 from rlexp.scoring.factory import judge_key, reward_scorer
@@ -112,7 +111,7 @@ def run(cfg: DictConfig) -> Record:
     pool, prompts = inputs.pool(cfg)
     kind = prompts[0].kind if prompts else cfg.prompts.name
     gold_key = judge_key(cfg.judge, kind)
-    rm_scores, rm_sid = inputs.pool_scores(cfg, pool_record=pool, prompts=prompts, scorer_key=rm_scores_key(rm.input_id, cfg),
+    rm_scores, rm_sid = inputs.pool_scores(cfg, pool_record=pool, prompts=prompts, scorer_key=inputs.rm_scores_key(rm.input_id, cfg),
                                            make_scorer=lambda: reward_scorer(rm, cfg.scorer, cfg.profile), role="rm")
     gold, gold_sid = inputs.pool_scores(cfg, pool_record=pool, prompts=prompts, scorer_key=gold_key,
                                         make_scorer=lambda: inputs.gold_judge(cfg, kind), role="gold")

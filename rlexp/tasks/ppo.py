@@ -26,7 +26,6 @@ from omegaconf import DictConfig, OmegaConf
 from rlexp import inputs
 from rlexp.downstream import ppo as adapter
 from rlexp.downstream.bon_math import bootstrap_ci
-from rlexp.downstream.pool_scoring import rm_scores_key
 from rlexp.errors import ConfigError
 from rlexp.models.loading import (
     check_generation_length,
@@ -198,7 +197,7 @@ def _judge_pools(cfg: DictConfig, before: Record, after: Record, prompts: list[A
     """Per-prompt mean gold and proxy scores of the initial and the trained policy's pools."""
     kind = prompts[0].kind if prompts else str(cfg.prompts.name)
     gkey = judge_key(cfg.judge, kind)
-    rm_key = rm_scores_key(rm_id, cfg)
+    rm_key = inputs.rm_scores_key(rm_id, cfg)
 
     def judged(pool: Record, key: dict[str, Any], factory: Any, role: str) -> np.ndarray:
         scores, _ = inputs.pool_scores(cfg, pool_record=pool, prompts=prompts, scorer_key=key,

@@ -2,7 +2,7 @@
 against a bare TRL script with the same settings in the same process (target: overhead <= 10%),
 and the time for 128 episodes (target <= 2 min on 2 cores).
 
-    python benchmarks/ppo_overhead.py
+    python perf/ppo_overhead.py
 """
 
 from __future__ import annotations

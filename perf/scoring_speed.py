@@ -3,7 +3,7 @@ in one process: rlexp's scorer (length-sorted batches) and a reference-style loo
 of 8 in file order, no sorting). Prints items/s, their ratio, padding shares and the largest score
 difference. Targets: ratio >= 2.0, difference <= 1e-5.
 
-    python benchmarks/scoring_speed.py
+    python perf/scoring_speed.py
 """
 
 from __future__ import annotations

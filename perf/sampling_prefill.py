@@ -3,7 +3,7 @@ for its n samples) against plain ``generate(num_return_sequences=n)``, on the sa
 prompts with the same seed, side by side in one process. Prints both times, the ratio, and whether
 the samples are identical (they must be).
 
-    python benchmarks/sampling_prefill.py [n_prompts=32] [n=16]
+    python perf/sampling_prefill.py [n_prompts=32] [n=16]
 """
 
 from __future__ import annotations

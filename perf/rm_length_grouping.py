@@ -4,7 +4,7 @@ and transformers' own grouping (windows of up to 50 batches), side by side in on
 few seeds. Prints the time inside RewardTrainer.train() and the held-out accuracy of each (grouping
 must not cost accuracy beyond seed-to-seed noise), and the speed-ups.
 
-    python benchmarks/rm_length_grouping.py [rows=1600] [seeds=3]
+    python perf/rm_length_grouping.py [rows=1600] [seeds=3]
 """
 
 from __future__ import annotations

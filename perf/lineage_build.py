@@ -1,6 +1,6 @@
 """Both tiny lineages: build from scratch (target <= 3 min on 2 cores) and load from cache (<= 2 s).
 
-    python benchmarks/lineage_build.py
+    python perf/lineage_build.py
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Best-of-N for 8 reward models on one pool, against (a) one generation plus 8 scorings done by
 hand (target: within 10%) and (b) the naive plan that samples a fresh pool for every RM (ratio).
 
-    python benchmarks/bon_reuse.py [PROMPTS]   # default: all 300 general eval prompts, as the study
+    python perf/bon_reuse.py [PROMPTS]   # default: all 300 general eval prompts, as the study
 
 Each `bon` call has a fixed cost of about 0.5 s (config composition, record look-ups, prompt
 loading) that the by-hand plan pays once; on a small pool (PROMPTS=48) that shows as overhead.

@@ -1,7 +1,7 @@
 """train_rm wall time for 2,000 pairs, 1 epoch, on a tiny lineage, and the share of it spent
 outside RewardTrainer.train() (target <= 10%). Lineage and sandbox are built (cached) first.
 
-    python benchmarks/train_rm_overhead.py
+    python perf/train_rm_overhead.py
 """
 
 from __future__ import annotations

@@ -1,0 +1,212 @@
+"""Config nodes shared by several tasks: where things live, which model, how to score and sample."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlexp.config.choices import (
+    Checkpoint,
+    Device,
+    DType,
+    JudgeMode,
+    JudgeName,
+    JudgeVariant,
+    LoggerKind,
+    PlannerKind,
+    ProfileMode,
+    SamplingBackend,
+    ScorerKind,
+    TokenizerCheck,
+    TokenizerSource,
+    TruncationSide,
+    WandbMode,
+)
+from rlexp.errors import ConfigError
+
+
+@dataclass
+class PathsConfig:
+    root: str = "${oc.env:RLEXP_ROOT,${rlexp_root:}}"
+    store: str = "${.root}/runs"
+    cache: str = "${.root}/.cache"
+    output_root: str = "${.root}/outputs"
+
+
+@dataclass
+class LoggerConfig:
+    kind: LoggerKind = LoggerKind.none
+    mode: WandbMode = WandbMode.offline
+    project: str = "rlexp"
+    entity: str | None = None
+    group: str | None = None
+
+
+@dataclass
+class RuntimeConfig:
+    threads: int = 0  # torch threads per job; 0 = leave torch's default
+    device: Device = Device.auto
+
+
+@dataclass
+class SandboxConfig:
+    """Which sandbox world a task reads (the `data` task materialises it)."""
+
+    seed: int = 0
+    difficulty: float = 0.5
+
+
+@dataclass
+class TinyConfig:
+    """A tiny lineage built locally (see rlexp.models.tiny.TinySpec)."""
+
+    arch: str = "llama"
+    chat_format: str = "llama"
+    vocab_size: int = 2048
+    hidden_size: int = 128
+    num_layers: int = 2
+    num_heads: int = 4
+    intermediate_size: int = 352
+    max_position: int = 1024
+    corpus: str = "a"
+    pretrain_epochs: float = 1.0
+    sft_epochs: float = 2.0
+    lr: float = 2e-3
+    batch_size: int = 32
+    max_length: int = 256
+    seed: int = 0
+
+
+@dataclass
+class ModelConfig:
+    """A lineage and a checkpoint of it: a tiny one (``tiny``) or a hub id / folder (``name_or_path``)."""
+
+    name: str = "tiny_llama"
+    lineage: str = "tiny_llama"
+    checkpoint: Checkpoint = Checkpoint.instruct
+    name_or_path: str | None = None
+    trust_remote_code: bool = False
+    tiny: TinyConfig | None = None
+
+
+@dataclass
+class MixConfig:
+    """A preference-data mix: source name -> sandbox source / local file / hub id, with weights."""
+
+    name: str = "general"
+    # Empty by default: Hydra merges a data group's ``sources`` into this dict, so any default
+    # entry here would silently join every mix.
+    sources: dict[str, str] = field(default_factory=dict)
+    weights: dict[str, float] | None = None
+    max_rows: int | None = None
+
+
+@dataclass
+class ProfileConfig:
+    """How a user profile reaches a scorer: none | raw | planner (same code everywhere)."""
+
+    mode: ProfileMode = ProfileMode.none
+    k: int = 10
+    separator: str = "\n\n"
+    planner: PlannerKind = PlannerKind.sandbox
+
+
+@dataclass
+class ScorerConfig:
+    """How a reward model reads its inputs; all of it is recorded with the scores."""
+
+    kind: ScorerKind = ScorerKind.seq_cls
+    max_length: int = 2048
+    truncation_side: TruncationSide = TruncationSide.right
+    batch_size: int = 32
+    dtype: DType = DType.auto  # auto: float32 on CPU, bfloat16 on GPU
+    device: Device = Device.auto
+    sort_by_length: bool = True
+    fallback_template: str = "tulu"
+    trust_remote_code: bool = False
+    judge_mode: JudgeMode = JudgeMode.ratings  # generative judges on RB2
+    max_new_tokens: int = 512  # generative judges
+    tokenizer: TokenizerSource = TokenizerSource.auto
+    # When the loaded tokenizer's ids differ from tokenizer.json.
+    tokenizer_check: TokenizerCheck = TokenizerCheck.warn
+
+
+@dataclass
+class RB2Benchmark:
+    source: str = "sandbox:rb2"
+    subsets: list[str] | None = None
+    limit: int | None = None
+    ties_version: str = "0.1.4"
+
+
+@dataclass
+class PRBBenchmark:
+    source: str = "sandbox:prb"
+    domains: list[str] | None = None
+    limit: int | None = None
+
+
+@dataclass
+class BenchmarkConfig:
+    name: str = "both"
+    rb2: RB2Benchmark | None = None
+    prb: PRBBenchmark | None = None
+
+
+@dataclass
+class PromptsConfig:
+    """A downstream prompt set: ``eval`` for measuring, ``train`` for PPO (disjoint)."""
+
+    name: str = "personalized"
+    source: str = "sandbox:prompts/personalized"
+    split: str = "eval"
+    train_split: str = "train"
+    limit: int | None = None
+
+
+@dataclass
+class SamplingConfig:
+    n: int = 16
+    temperature: float = 1.0
+    top_p: float = 0.9
+    max_new_tokens: int = 64
+    batch_prompts: int = 8
+    chunk_prompts: int = 32
+    profile_k: int = 3
+    backend: SamplingBackend = SamplingBackend.hf  # vllm: GPU only
+
+    def __post_init__(self) -> None:
+        # Runs when a task converts its node (OmegaConf.to_object), before any model loads.
+        if self.n < 1:
+            raise ConfigError(f"sampling.n={self.n} must be >= 1")
+        if self.max_new_tokens < 1:
+            raise ConfigError(f"sampling.max_new_tokens={self.max_new_tokens} must be >= 1")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"sampling.top_p={self.top_p} must be in (0, 1]")
+        if self.temperature < 0:
+            raise ConfigError(f"sampling.temperature={self.temperature} must be >= 0")
+
+
+@dataclass
+class JudgeConfig:
+    """The gold judge: auto (rubric for personalized, verifier for general), rubric, verifier, rm, llm."""
+
+    name: JudgeName = JudgeName.auto
+    rm: str | None = None  # for name=rm: an RM used as gold
+    model: str | None = None  # for name=llm: a causal LM folder / hub id / lineage name
+    variant: JudgeVariant = JudgeVariant.lampqa  # for name=llm
+
+
+@dataclass
+class PeftConfig:
+    enabled: bool = False
+    r: int = 8
+    alpha: int = 16
+    dropout: float = 0.0
+    target_modules: list[str] | None = None
+
+
+@dataclass
+class DeepSpeedConfig:
+    name: str = "none"
+    config: dict[str, Any] | None = None

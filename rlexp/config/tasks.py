@@ -1,0 +1,229 @@
+"""The schema of each task's primary config (``conf/<task>.yaml`` lists it first in its defaults)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlexp.config.choices import Algorithm, ProfileMode, ValueInit
+from rlexp.config.nodes import (
+    BenchmarkConfig,
+    DeepSpeedConfig,
+    JudgeConfig,
+    LoggerConfig,
+    MixConfig,
+    ModelConfig,
+    PathsConfig,
+    PeftConfig,
+    ProfileConfig,
+    PromptsConfig,
+    RuntimeConfig,
+    SamplingConfig,
+    SandboxConfig,
+    ScorerConfig,
+)
+
+
+@dataclass
+class TaskBase:
+    """Keys every task has. ``paths``, ``logger``, ``runtime`` never change a result."""
+
+    task_name: str = "???"
+    experiment_name: str = "default"
+    tags: list[str] = field(default_factory=list)
+    seed: int = 0
+    force: bool = False
+    progress: bool = True
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+    study: Any = None
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+
+
+@dataclass
+class EnvConfig(TaskBase):
+    task_name: str = "env"
+    note: str = ""
+
+
+@dataclass
+class DataConfig(TaskBase):
+    task_name: str = "data"
+
+
+@dataclass
+class RewardTrainerConfig:
+    """rlexp-owned settings of TRL's RewardTrainer; ``extra`` passes anything else to RewardConfig."""
+
+    epochs: float = 1.0
+    learning_rate: float = 1e-3
+    batch_size: int = 16
+    grad_accum: int = 1
+    max_length: int = 512
+    lr_scheduler: str = "linear"
+    warmup_ratio: float = 0.05
+    weight_decay: float = 0.0
+    save_steps: int = 50
+    logging_steps: int = 10
+    bf16: str = "auto"  # auto (bf16 on GPU only) | true | false
+    gradient_checkpointing: bool = False
+    group_by_length: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TrainRMConfig(TaskBase):
+    task_name: str = "train_rm"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: MixConfig = field(default_factory=MixConfig)
+    trainer: RewardTrainerConfig = field(default_factory=RewardTrainerConfig)
+    peft: PeftConfig = field(default_factory=PeftConfig)
+    deepspeed: DeepSpeedConfig = field(default_factory=DeepSpeedConfig)
+    profile: ProfileConfig = field(default_factory=ProfileConfig)
+    heldout_fraction: float = 0.1
+    max_dropped_share: float = 0.05
+
+
+@dataclass
+class EvaluateConfig(TaskBase):
+    task_name: str = "evaluate"
+    rm: str = "???"
+    benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+    scorer: ScorerConfig = field(default_factory=ScorerConfig)
+    profile: ProfileConfig = field(default_factory=ProfileConfig)
+
+
+@dataclass
+class SampleConfig(TaskBase):
+    task_name: str = "sample"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    policy: str | None = None  # a ppo record id / folder / hub id instead of the lineage's checkpoint
+    prompts: PromptsConfig = field(default_factory=PromptsConfig)
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+
+
+@dataclass
+class BonConfig(SampleConfig):
+    task_name: str = "bon"
+    rm: str = "???"
+    scorer: ScorerConfig = field(default_factory=ScorerConfig)
+    profile: ProfileConfig = field(default_factory=ProfileConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    ks: list[int] | None = None
+    n_boot: int = 1000
+
+
+@dataclass
+class PPOSettings:
+    """TRL PPO settings rlexp owns (CPU-safe defaults); ``extra`` passes anything else to TRL's PPOConfig."""
+
+    learning_rate: float = 5e-5
+    total_episodes: int = 256
+    per_device_train_batch_size: int = 8
+    gradient_accumulation_steps: int = 1
+    num_mini_batches: int = 1
+    num_ppo_epochs: int = 4
+    response_length: int = 64  # conf/trainer/ppo.yaml ties it to sampling.max_new_tokens
+    temperature: float = 1.0  # ... and this to sampling.temperature
+    kl_coef: float = 0.0
+    cliprange: float = 0.2
+    vf_coef: float = 0.1
+    cliprange_value: float = 0.2
+    lam: float = 1.0
+    gamma: float = 1.0
+    missing_eos_penalty: float | None = None
+    local_rollout_forward_batch_size: int = 8
+    save_steps: int = 0  # 0: no intermediate checkpoints
+    logging_steps: int = 1
+    bf16: str = "auto"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PPOTaskConfig(SampleConfig):
+    task_name: str = "ppo"
+    rm: str = "???"  # train_rm record id | folder | hub id | judge:rubric | judge:verifier
+    algorithm: Algorithm = Algorithm.ppo
+    value_init: ValueInit = ValueInit.auto
+    reward_scale: float = 1.0
+    trainer: PPOSettings = field(default_factory=PPOSettings)
+    peft: PeftConfig = field(default_factory=PeftConfig)
+    deepspeed: DeepSpeedConfig = field(default_factory=DeepSpeedConfig)
+    scorer: ScorerConfig = field(default_factory=ScorerConfig)
+    profile: ProfileConfig = field(default_factory=ProfileConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    n_boot: int = 1000
+
+
+@dataclass
+class CorrelateNDCGConfig:
+    """NDCG variants reported by `correlate`: every relevance x gain, at ``cutoff`` (null = all RMs)."""
+
+    relevance: list[str] = field(default_factory=lambda: ["rank", "minmax", "raw"])
+    gain: list[str] = field(default_factory=lambda: ["linear"])
+    cutoff: int | None = None
+
+
+@dataclass
+class CorrelateHeadlineConfig:
+    """What page one of the report leads with, declared before the numbers are seen."""
+
+    # PRB profile mode of the headline PRB column; null = the mode the downstream RMs scored with.
+    prb_mode: ProfileMode | None = None
+    # Data mixes whose RMs are controls (e.g. flipped labels): headline correlations are also
+    # reported without them.
+    controls: list[str] = field(default_factory=lambda: ["flipped"])
+
+
+@dataclass
+class CorrelateConfig(TaskBase):
+    """`correlate`: which records to read (records | rms | select_experiment) and how to correlate them."""
+
+    task_name: str = "correlate"
+    records: list[str] | None = None  # explicit record ids (any task)
+    rms: list[str] | None = None  # every evaluate/bon/ppo record of these RMs
+    select_experiment: str | None = None  # null: experiment_name (when neither records nor rms)
+    k: int | None = None  # BoN k of the gain columns; null = the largest available
+    profile_modes: list[ProfileMode] | None = None  # PRB profile modes to tabulate; null = all found
+    n_boot: int = 1000
+    boot_subsets: bool = False  # bootstrap CIs for RB2 subset / PRB domain columns too (slow)
+    ndcg: CorrelateNDCGConfig = field(default_factory=CorrelateNDCGConfig)
+    headline: CorrelateHeadlineConfig = field(default_factory=CorrelateHeadlineConfig)
+    alpha: float = 0.05
+
+
+@dataclass
+class PPOPick:
+    model: str = "tiny_llama"
+    data: str = "personal"
+    epochs: float = 1.0
+
+
+@dataclass
+class StudyGrid:
+    lineages: list[str] = field(default_factory=lambda: ["tiny_llama", "tiny_qwen"])
+    mixes: list[str] = field(default_factory=lambda: ["general", "personal", "mix", "flipped"])
+    epochs: list[float] = field(default_factory=lambda: [1.0, 2.0])
+    train_profile: str = "planner"
+    eval_profiles: list[str] = field(default_factory=lambda: ["none", "planner"])
+    prompt_sets: list[str] = field(default_factory=lambda: ["personalized", "general"])
+    policy: str = "tiny_llama"
+    ppo: list[PPOPick] = field(default_factory=list)
+    ppo_upper_bound: bool = True
+    # Training seeds: every RM configuration and every PPO pick runs once per seed (the RM of a
+    # PPO pick is the one trained with the same seed), so the report can show seed-to-seed spread
+    # next to the prompt CIs. null = the study's own ``seed`` only. Evaluation, sampling pools and
+    # Best-of-N keep the study seed: one pool serves every RM.
+    seeds: list[int] | None = None
+    n_jobs: int = 2
+    # task -> extra hydra overrides; the key ``model`` applies to every task that builds or loads
+    # a lineage (train_rm, sample, bon, ppo), so e.g. a lighter tiny lineage stays one lineage.
+    overrides: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class StudyConfig(TaskBase):
+    task_name: str = "study"
+    study: StudyGrid = field(default_factory=StudyGrid)  # typed here; other tasks ignore it
+    k: int | None = None
