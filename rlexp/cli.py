@@ -55,7 +55,7 @@ def validate_overrides(task: str, args: list[str]) -> None:
     """Compose the task's config for every value of every sweep, or raise ConfigError.
 
     Each sweep value is composed once (the other sweeps at their first value), so a bad *second*
-    value (``trainer.epochs=1,abc``) fails here, before the first job runs, without composing the
+    value (``trainer.num_train_epochs=1,abc``) fails here, before the first job runs, without composing the
     whole cartesian product. The composed roots are checked to be writable directories before Hydra
     creates its job folder inside them.
     """

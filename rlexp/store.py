@@ -74,15 +74,36 @@ def _drop_neutral(obj: Any, parent: str | None = None) -> Any:
 
 _KEEP = object()
 
+# Keys renamed after records existed, per task: (node, new name) -> the name hashed. A store
+# written before the rename keeps its ids (train_rm's trainer took TRL's own field names).
+HASH_RENAMED: dict[str, dict[tuple[str, str], str]] = {
+    "train_rm": {
+        ("trainer", "num_train_epochs"): "epochs",
+        ("trainer", "per_device_train_batch_size"): "batch_size",
+        ("trainer", "gradient_accumulation_steps"): "grad_accum",
+        ("trainer", "lr_scheduler_type"): "lr_scheduler",
+        ("trainer", "warmup_steps"): "warmup_ratio",
+    },
+}
 
-def result_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a resolved task config that determines its result."""
-    return _drop_neutral({k: v for k, v in config.items() if k not in NO_EFFECT_KEYS})
+
+def _rename(config: dict[str, Any], renamed: Mapping[tuple[str, str], str]) -> dict[str, Any]:
+    out = dict(config)
+    for (node, new), old in renamed.items():
+        if isinstance(out.get(node), Mapping) and new in out[node]:
+            out[node] = {old if k == new else k: v for k, v in out[node].items()}
+    return out
+
+
+def result_config(config: Mapping[str, Any], task: str | None = None) -> dict[str, Any]:
+    """The part of a resolved task config that determines its result, as it is hashed."""
+    kept = {k: v for k, v in config.items() if k not in NO_EFFECT_KEYS}
+    return _drop_neutral(_rename(kept, HASH_RENAMED.get(str(task), {})))
 
 
 def record_id(task: str, config: Mapping[str, Any], inputs: Mapping[str, str] | None = None) -> str:
     """Content hash of task + result-bearing config + input record ids."""
-    return content_hash({"task": task, "config": result_config(config), "inputs": dict(inputs or {})})
+    return content_hash({"task": task, "config": result_config(config, task), "inputs": dict(inputs or {})})
 
 
 @dataclass

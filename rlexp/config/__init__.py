@@ -53,6 +53,7 @@ from rlexp.config.nodes import (
     TinyConfig,
 )
 from rlexp.config.tasks import (
+    REWARD_TRAINER_OWN,
     BonConfig,
     CorrelateConfig,
     CorrelateHeadlineConfig,
@@ -147,6 +148,7 @@ __all__ = [
     "TaskBase",
     "EnvConfig",
     "DataConfig",
+    "REWARD_TRAINER_OWN",
     "RewardTrainerConfig",
     "TrainRMConfig",
     "EvaluateConfig",

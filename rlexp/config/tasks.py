@@ -54,22 +54,29 @@ class DataConfig(TaskBase):
 
 @dataclass
 class RewardTrainerConfig:
-    """rlexp-owned settings of TRL's RewardTrainer; ``extra`` passes anything else to RewardConfig."""
+    """TRL's ``RewardConfig`` fields under TRL's own names, handed to it as they are, then the three
+    settings rlexp handles itself (:data:`REWARD_TRAINER_OWN`). ``extra`` passes any other
+    ``RewardConfig``/``TrainingArguments`` field."""
 
-    epochs: float = 1.0
+    num_train_epochs: float = 1.0
     learning_rate: float = 1e-3
-    batch_size: int = 16
-    grad_accum: int = 1
+    per_device_train_batch_size: int = 16
+    gradient_accumulation_steps: int = 1
     max_length: int = 512
-    lr_scheduler: str = "linear"
-    warmup_ratio: float = 0.05
+    lr_scheduler_type: str = "linear"
+    warmup_steps: float = 0.05  # transformers 5: below 1 it is a ratio of the total steps
     weight_decay: float = 0.0
     save_steps: int = 50
     logging_steps: int = 10
-    bf16: str = "auto"  # auto (bf16 on GPU only) | true | false
     gradient_checkpointing: bool = False
+    bf16: str = "auto"  # rlexp resolves auto (bf16 on GPU only) | true | false to TRL's bool
+    # rlexp's length grouping (random windows of 4 batches), not transformers' group_by_length.
     group_by_length: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+#: RewardTrainerConfig fields rlexp resolves itself instead of handing them to TRL.
+REWARD_TRAINER_OWN: tuple[str, ...] = ("bf16", "group_by_length", "extra")
 
 
 @dataclass

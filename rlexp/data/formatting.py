@@ -12,13 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
+from rlexp.config import ProfileConfig, ProfileMode
 from rlexp.data.retrieval import rank_posts
 from rlexp.data.schemas import ProfilePost
 from rlexp.errors import ConfigError
 
-PROFILE_MODES: tuple[str, ...] = ("none", "raw", "planner")
-DEFAULT_K = 10  # one k for BoN, PPO training and inference (reference §10.6)
-DEFAULT_SEPARATOR = "\n\n"
+# The config schema's values, for callers that format without a composed config.
+PROFILE_MODES: tuple[str, ...] = tuple(ProfileMode)
+DEFAULT_K: int = ProfileConfig.k  # one k for BoN, PPO training and inference (reference §10.6)
+DEFAULT_SEPARATOR: str = ProfileConfig.separator
 
 Planner = Callable[[str, Sequence[ProfilePost]], str]
 

@@ -7,12 +7,14 @@ counted here instead of being dropped silently by TRL.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlexp.config import REWARD_TRAINER_OWN, RewardTrainerConfig
 from rlexp.data.schemas import PreferencePair
 from rlexp.errors import ConfigError
 from rlexp.models.loading import drop_log_printer
@@ -93,51 +95,33 @@ def validate_deepspeed(ds_config: dict[str, Any], *, batch_size: int, grad_accum
 
 def reward_config(
     out: Path,
+    trainer: RewardTrainerConfig,
     *,
-    epochs: float,
-    lr: float,
-    batch_size: int,
-    grad_accum: int,
-    max_length: int,
-    scheduler: str,
-    warmup_ratio: float,
-    weight_decay: float,
-    save_steps: int,
-    logging_steps: int,
     bf16: bool,
-    gradient_checkpointing: bool,
     seed: int,
     report_to: str,
     deepspeed: dict[str, Any] | None,
     use_cpu: bool,
-    extra: dict[str, Any],
 ) -> Any:
+    """TRL's RewardConfig: the trainer node's TRL fields as they are, ``extra`` on top, and what the
+    run decides (output folder, bf16, seed, tracking, DeepSpeed, device)."""
     from trl import RewardConfig
 
+    fields = {k: v for k, v in dataclasses.asdict(trainer).items() if k not in REWARD_TRAINER_OWN}
     try:
         return RewardConfig(
             output_dir=str(out),
-            num_train_epochs=epochs,
-            learning_rate=lr,
-            per_device_train_batch_size=batch_size,
-            gradient_accumulation_steps=grad_accum,
-            max_length=max_length,
-            lr_scheduler_type=scheduler,
-            warmup_steps=warmup_ratio,  # < 1 means a ratio of the total steps in transformers 5
-            weight_decay=weight_decay,
+            **fields,
             save_strategy="steps",
-            save_steps=save_steps,
             save_total_limit=2,
-            logging_steps=logging_steps,
             bf16=bf16,
-            gradient_checkpointing=gradient_checkpointing,
             seed=seed,
             report_to=report_to,
             deepspeed=deepspeed,
             use_cpu=use_cpu,
             disable_tqdm=True,
             dataloader_num_workers=0,
-            **extra,
+            **trainer.extra,
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"invalid reward trainer settings: {' '.join(str(exc).split())[:300]}") from None

@@ -166,7 +166,7 @@ def _train_steps(plan: StudyPlan) -> list[Step]:
             for lineage in g.lineages:
                 for mix in g.mixes:
                     key = plan.seeded(f"train_rm/{lineage}/{mix}/e{epochs:g}", seed)
-                    ov = [f"model={lineage}", f"data={mix}", f"trainer.epochs={epochs}", f"profile={g.train_profile}"]
+                    ov = [f"model={lineage}", f"data={mix}", f"trainer.num_train_epochs={epochs}", f"profile={g.train_profile}"]
                     steps.append(plan.step("train_rm", key, ov, seed=seed))
     return steps
 

@@ -1,6 +1,6 @@
 """`rlexp train_rm`: a Bradley–Terry reward model with TRL's RewardTrainer.
 
-Factors: ``model`` (lineage + checkpoint), ``data`` (a mix), ``trainer.*`` (epochs, lr, batch,
+Factors: ``model`` (lineage + checkpoint), ``data`` (a mix), ``trainer.*`` (TRL RewardConfig fields: epochs, lr, batch,
 max_length), ``seed``, ``peft`` (LoRA), ``deepspeed`` and ``profile`` (how personalized pairs show
 the user's profile, with the same formatting code the benchmarks use). Everything the result
 depends on enters the record id; a killed run resumes from its last checkpoint.
@@ -41,8 +41,10 @@ def _validate(cfg: DictConfig) -> None:
     t = cfg.trainer
     if t.max_length < 8:
         raise ConfigError(f"trainer.max_length={t.max_length} is too small (>= 8)")
-    if not (t.epochs > 0 and t.learning_rate > 0 and t.batch_size >= 1 and t.grad_accum >= 1):
-        raise ConfigError("trainer.epochs, learning_rate must be > 0 and batch_size, grad_accum >= 1")
+    if not (t.num_train_epochs > 0 and t.learning_rate > 0 and t.per_device_train_batch_size >= 1
+            and t.gradient_accumulation_steps >= 1):
+        raise ConfigError("trainer.num_train_epochs and learning_rate must be > 0, "
+                          "per_device_train_batch_size and gradient_accumulation_steps >= 1")
     if not 0 < cfg.heldout_fraction < 1:
         raise ConfigError(f"heldout_fraction={cfg.heldout_fraction} must be in (0, 1)")
     weights = OmegaConf.to_container(cfg.data.weights) if cfg.data.weights is not None else None
@@ -50,8 +52,8 @@ def _validate(cfg: DictConfig) -> None:
     if cfg.deepspeed.name != "none":
         rt.validate_deepspeed(
             OmegaConf.to_container(cfg.deepspeed.config, resolve=True),
-            batch_size=t.batch_size,
-            grad_accum=t.grad_accum,
+            batch_size=t.per_device_train_batch_size,
+            grad_accum=t.gradient_accumulation_steps,
             lr=t.learning_rate,
             bf16=_use_bf16(cfg),
         )
@@ -103,29 +105,17 @@ def _scorer_settings(cfg: DictConfig) -> tuple[ScorerConfig, ProfileConfig]:
 
 def _trainer_args(ctx: RunContext, cfg: DictConfig, ckpt_dir: Path) -> Any:
     """TRL's RewardConfig for this run (the DeepSpeed environment is set up when a config is given)."""
-    t = cfg.trainer
     ds = OmegaConf.to_container(cfg.deepspeed.config, resolve=True) if cfg.deepspeed.name != "none" else None
     if ds is not None:
         rt.deepspeed_env()
     return rt.reward_config(
         ckpt_dir,
-        epochs=t.epochs,
-        lr=t.learning_rate,
-        batch_size=t.batch_size,
-        grad_accum=t.grad_accum,
-        max_length=t.max_length,
-        scheduler=t.lr_scheduler,
-        warmup_ratio=t.warmup_ratio,
-        weight_decay=t.weight_decay,
-        save_steps=t.save_steps,
-        logging_steps=t.logging_steps,
+        OmegaConf.to_object(cfg.trainer),
         bf16=_use_bf16(cfg),
-        gradient_checkpointing=t.gradient_checkpointing,
         seed=cfg.seed,
         report_to="wandb" if ctx.tracker.run is not None else "none",
         deepspeed=ds,
         use_cpu=not torch.cuda.is_available() or cfg.runtime.device == "cpu",
-        extra=OmegaConf.to_container(t.extra, resolve=True),
     )
 
 
@@ -168,7 +158,7 @@ def _lineage_info(cfg: DictConfig, lineage: Lineage, checkpoint: str, mix: dict[
         "checkpoint_path": checkpoint,
         "lineage_record": lineage.record_id,
         "mix": mix,
-        "epochs": cfg.trainer.epochs,
+        "epochs": cfg.trainer.num_train_epochs,
         "trainer": OmegaConf.to_container(cfg.trainer, resolve=True),
         "peft": OmegaConf.to_container(cfg.peft, resolve=True),
         "deepspeed": cfg.deepspeed.name,

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_killed_during_epoch_two_resumes_from_checkpoint(world: Path, rms: dict[str, str], tmp_path: Path) -> None:
-    args = ["train_rm", "logger=none", "model=tiny_qwen", "data=general", "trainer.epochs=2",
+    args = ["train_rm", "logger=none", "model=tiny_qwen", "data=general", "trainer.num_train_epochs=2",
             "trainer.save_steps=40", "data.max_rows=1000", "seed=3"]
     env = env_with(RLEXP_ROOT=str(world))
     proc = subprocess.Popen(rlexp_cmd(*args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

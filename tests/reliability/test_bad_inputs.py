@@ -87,7 +87,7 @@ def _cases(world: Path, rms: dict[str, str], f: dict[str, Path]) -> list[tuple[s
         ("wrong type", ["env", "seed=abc"], {}, "seed=abc"),
         ("unknown config option", ["train_rm", "model=nope", *none], {}, "nope"),
         ("unknown data mix", ["train_rm", "data=nope", *none], {}, "nope"),
-        ("bad second sweep value", ["train_rm", "-m", "trainer.epochs=1,abc", *none], {}, "abc"),
+        ("bad second sweep value", ["train_rm", "-m", "trainer.num_train_epochs=1,abc", *none], {}, "abc"),
         ("bad sweep value of another key", ["env", "-m", "seed=1,2", "runtime.threads=1,x"], {}, "runtime.threads=x"),
         ("root is a file", ["env", *none], {"RLEXP_ROOT": str(f["file"])}, "not writable"),
         ("root is read-only", ["train_rm", *none], {"RLEXP_ROOT": "/sys/rlexp-test"}, "not writable"),
