@@ -37,8 +37,8 @@ from rlexp.benchmarks.rewardbench2_math import (
     rankings_credit,
     ratings_credit,
 )
-from rlexp.config import ProfileConfig, ScorerConfig
-from rlexp.data.formatting import DEFAULT_K, DEFAULT_SEPARATOR, PROFILE_MODES, Planner, rm_user_turn
+from rlexp.config import ProfileConfig
+from rlexp.data.formatting import PROFILE_MODES, Planner, rm_user_turn
 from rlexp.data.schemas import ProfilePost
 from rlexp.errors import ConfigError, DataError
 from rlexp.models.chat_lm import ChatLM, Messages
@@ -129,23 +129,17 @@ def _as_posts(profile: Any, where: str) -> tuple[ProfilePost, ...]:
 
 @dataclass
 class JudgeSettings:
-    """How a generative judge is prompted and sampled; every field is recorded with the results."""
+    """How a generative judge is prompted and sampled; every field is recorded with the results.
+
+    How the user's profile reaches the judge is the same :class:`~rlexp.config.ProfileConfig` every
+    scorer takes, passed beside these settings."""
 
     max_new_tokens: int = 512  # PRB pairwise uses 512; RB2's vLLM runs allow 2,048
     temperature: float = 0.0  # both references judge greedily
     seed: int = 0  # sampling seed, and the default seed of the rankings-mode placement
     batch_size: int | None = None  # None: the ChatLM's own
-    profile_mode: str = "none"  # none | raw | planner (see rlexp.data.formatting)
-    profile_k: int = DEFAULT_K
-    separator: str = DEFAULT_SEPARATOR
     ties_prompt: bool = False  # RB2 Ties variant of the ratings prompt
     strict_parsing: bool = False  # reference-exact parsers (rating must end the text; one verdict only)
-
-    @classmethod
-    def from_config(cls, scorer: ScorerConfig, profile: ProfileConfig, seed: int, **overrides: Any) -> JudgeSettings:
-        """The judge settings a task's typed ``scorer`` and ``profile`` nodes imply."""
-        return cls(seed=seed, max_new_tokens=scorer.max_new_tokens, profile_mode=str(profile.mode),
-                   profile_k=profile.k, separator=profile.separator, **overrides)
 
 
 class GenerativeJudge:
@@ -159,18 +153,20 @@ class GenerativeJudge:
         self,
         lm: ChatLM,
         settings: JudgeSettings | None = None,
+        profile: ProfileConfig | None = None,
         *,
         name: str | None = None,
         planner: Planner | None = None,
     ) -> None:
         self.lm = lm
         self.settings = settings or JudgeSettings()
+        self.profile = profile or ProfileConfig()
         self.name = name or lm.name
         self.planner = planner
         self.stats = ScoreStats()
         self.stats.extra["calls"] = 0
         # Fail on a bad profile setting now rather than at the first item.
-        mode = self.settings.profile_mode
+        mode = self.profile.mode
         if mode not in PROFILE_MODES:
             raise ConfigError(
                 f"generative judge {self.name}: unknown profile mode {mode!r}; valid modes: {', '.join(PROFILE_MODES)}"
@@ -183,10 +179,8 @@ class GenerativeJudge:
     # -- shared --------------------------------------------------------------------------------
     def user_turn(self, question: str, profile: Sequence[ProfilePost]) -> str:
         """The question as the judge sees it, with the profile per the configured mode."""
-        s = self.settings
-        return rm_user_turn(
-            question, profile, s.profile_mode, k=s.profile_k, separator=s.separator, planner=self.planner
-        )
+        p = self.profile
+        return rm_user_turn(question, profile, str(p.mode), k=p.k, separator=p.separator, planner=self.planner)
 
     def _generate(self, prompts: list[Messages], seed: int | None = None) -> list[str]:
         s = self.settings

@@ -107,14 +107,14 @@ def _evaluate_generative(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[
     scorer: ScorerConfig = OmegaConf.to_object(cfg.scorer)
     profile: ProfileConfig = OmegaConf.to_object(cfg.profile)
     lm = ChatLM.from_pretrained(rm.path, trust_remote_code=scorer.trust_remote_code)
-    settings = JudgeSettings.from_config(scorer, profile, int(cfg.seed))
+    settings = JudgeSettings(max_new_tokens=scorer.max_new_tokens, seed=int(cfg.seed))
     planner = make_planner(str(profile.mode), str(profile.planner), k=profile.k)
-    judge = GenerativeJudge(lm, settings, name=rm.input_id, planner=planner)
+    judge = GenerativeJudge(lm, settings, profile, name=rm.input_id, planner=planner)
     metrics: dict[str, Any] = {"judge_mode": cfg.scorer.judge_mode}
     if rb2 is not None:
         # Ties is always rated, with the prompt variant that ignores depth and detail (§2.4).
-        tie_judge = GenerativeJudge(lm, JudgeSettings.from_config(scorer, profile, int(cfg.seed), ties_prompt=True),
-                                    name=rm.input_id)
+        tie_judge = GenerativeJudge(lm, dataclasses.replace(settings, ties_prompt=True), profile,
+                                    name=rm.input_id, planner=planner)
         ties = [it for it in rb2 if it.subset == "Ties"]
         normal = [it for it in rb2 if it.subset != "Ties"]
         by_mode = _rb2_rankings if scorer.judge_mode == "rankings" else _rb2_ratings
@@ -127,7 +127,7 @@ def _evaluate_generative(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[
                           "parse_failures": result["parse_failures"], "summary": ref, "n": result["n"]}
         _write(ctx, "prb_scores", result["per_item"])
     metrics["scoring"] = {"parse_failures": judge.stats.parse_failures, "items": judge.stats.items}
-    ctx.info["judge_settings"] = vars(settings)
+    ctx.info["judge_settings"] = {"judge": dataclasses.asdict(settings), "profile": dataclasses.asdict(profile)}
     return metrics
 
 

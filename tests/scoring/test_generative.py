@@ -20,6 +20,7 @@ import torch
 
 from rlexp.benchmarks.personalized_math import seeded_positions
 from rlexp.benchmarks.rewardbench2_math import parse_rating
+from rlexp.config import ProfileConfig
 from rlexp.data.schemas import ProfilePost, RubricAspect
 from rlexp.errors import ConfigError, DataError
 from rlexp.models import tiny
@@ -308,14 +309,14 @@ def test_ties_prompt_flag_and_profile_modes_change_the_prompt() -> None:
     ties = GenerativeJudge(lm, JudgeSettings(ties_prompt=True)).rating_messages(item)
     assert TIES_CLAUSE not in plain[0]["content"] and TIES_CLAUSE in ties[0]["content"]
     assert "vegan dinners" not in user_text(plain)
-    raw = GenerativeJudge(lm, JudgeSettings(profile_mode="raw", separator="\n--\n")).rating_messages(item)
+    raw = GenerativeJudge(lm, profile=ProfileConfig(mode="raw", separator="\n--\n")).rating_messages(item)
     assert "vegan dinner?\n--\nPost 1 (Category: " in user_text(raw) and "I only cook vegan dinners" in user_text(raw)
-    planned = GenerativeJudge(lm, JudgeSettings(profile_mode="planner"), planner=lambda q, p: "- wants vegan")
+    planned = GenerativeJudge(lm, profile=ProfileConfig(mode="planner"), planner=lambda q, p: "- wants vegan")
     assert "- wants vegan" in user_text(planned.rating_messages(item))
     with pytest.raises(ConfigError, match="needs a planner"):
-        GenerativeJudge(lm, JudgeSettings(profile_mode="planner"))
+        GenerativeJudge(lm, profile=ProfileConfig(mode="planner"))
     with pytest.raises(ConfigError, match="unknown profile mode"):
-        GenerativeJudge(lm, JudgeSettings(profile_mode="profile"))
+        GenerativeJudge(lm, profile=ProfileConfig(mode="profile"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -373,7 +374,7 @@ def test_prb_pairwise_accuracy_with_chosen_in_a_and_b() -> None:
 
 def test_pairwise_prompt_fences_and_profile() -> None:
     lm = ScriptedLM(lambda m, t: "**Result:** b")
-    judge = GenerativeJudge(lm, JudgeSettings(profile_mode="raw"))
+    judge = GenerativeJudge(lm, profile=ProfileConfig(mode="raw"))
     verdict = judge.pairwise("dinner?", POSTS, "use ```code``` here", "plain")
     assert verdict == "B"
     system, user = lm.seen[0][0]["content"], user_text(lm.seen[0])
