@@ -20,7 +20,6 @@ import platform
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -269,7 +268,3 @@ def library_versions() -> dict[str, str]:
         except PackageNotFoundError:
             continue
     return out
-
-
-def now() -> float:
-    return time.time()
