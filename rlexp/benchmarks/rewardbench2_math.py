@@ -3,7 +3,8 @@
 Pure functions (no models, no I/O) that turn per-completion reward scores into the RB2 numbers:
 
 * :func:`best_of_n_credit` - the five normal subsets (best-of-4 with tie credit, RB2 reference §2.1);
-* :func:`ties_score` - the Ties subset formula, in both the ``0.1.4`` and ``main`` variants (§2.2);
+* :func:`ties_score` - the Ties subset formula, in both the ``0.1.4`` and ``main`` variants (§2.2;
+  it lives in :mod:`rlexp.benchmarks.rb2_ties`);
 * :func:`score_rewardbench2` - per-subset scores and the unweighted overall mean (§2.3);
 * :func:`unroll` / :func:`reroll` - flatten prompts into completions and regroup the scores;
 * generative-judge helpers for ratings and rankings mode (§2.4).
@@ -14,89 +15,27 @@ Correctness is positional: a row's completions are laid out ``chosen + rejected`
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rlexp.errors import ConfigError, DataError
+from rlexp.benchmarks.rb2_rows import checked_num_correct, checked_score, checked_scores, row_field
+from rlexp.benchmarks.rb2_ties import check_ties_version, ties_score
+from rlexp.data.schemas import RB2_SUBSETS
+from rlexp.errors import DataError
 
-#: The six RB2 subsets, capitalised exactly as in the dataset, in leaderboard order.
-SUBSETS: tuple[str, ...] = ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties")
+#: The six RB2 subsets in leaderboard order: :data:`rlexp.data.schemas.RB2_SUBSETS` under this
+#: module's name for it (one list for the whole repo).
+SUBSETS: tuple[str, ...] = RB2_SUBSETS
 #: The Ties subset is scored at the subset level, not per row.
 TIES_SUBSET = "Ties"
-#: Supported variants of the Ties formula (they differ only when w(p) == 0).
-TIES_VERSIONS: tuple[str, ...] = ("0.1.4", "main")
-#: Weights of the Ties components: A_tied, A_ref, CP, CP_hard, MS.
-TIES_WEIGHTS: dict[str, float] = {"A_tied": 0.30, "A_ref": 0.30, "CP": 0.20, "CP_hard": 0.20, "MS": 0.01}
 
 # Credit given by the reference when a generative judge's output cannot be used: a 1-in-4 guess.
 UNPARSABLE_CREDIT = 0.25
 # Rating a generative judge returns when its output cannot be parsed.
 INVALID_RATING = -1
 
-_TIES_ID_RE = re.compile(r"^(ref|tied):(\d+)$")
 _RANKING_LETTERS = ("A", "B", "C", "D")
-
-
-# --------------------------------------------------------------------------------------------
-# small validation helpers
-# --------------------------------------------------------------------------------------------
-
-
-def _field(row: Any, name: str, where: str) -> Any:
-    """Read ``name`` from a dict-like row or an attribute-style object."""
-    if isinstance(row, Mapping):
-        if name not in row:
-            raise DataError(f"{where}: missing field '{name}'")
-        return row[name]
-    if not hasattr(row, name):
-        raise DataError(f"{where}: missing field '{name}'")
-    return getattr(row, name)
-
-
-def _to_float(value: Any, where: str) -> float:
-    """Convert one score to a finite float.
-
-    Published RB2 per-example results store each score as a one-element list, so such lists are
-    unwrapped; anything else that is not a real number is rejected.
-    """
-    if isinstance(value, (list, tuple)) and len(value) == 1:
-        value = value[0]
-    if isinstance(value, (bool, str, bytes)):
-        raise DataError(f"{where}: score {value!r} is not a number")
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise DataError(f"{where}: score {value!r} is not a number") from None
-    if not math.isfinite(out):
-        # NaN would silently compare False everywhere and inf breaks the margin arithmetic.
-        raise DataError(f"{where}: score is not finite ({out})")
-    return out
-
-
-def _float_list(values: Any, where: str) -> list[float]:
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
-        raise DataError(f"{where}: scores must be a list of numbers")
-    out = [_to_float(v, f"{where}, score {j}") for j, v in enumerate(values)]
-    if not out:
-        raise DataError(f"{where}: scores are empty")
-    return out
-
-
-def _num_correct(value: Any, n_scores: int, where: str, *, need_incorrect: bool) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        try:
-            as_int = int(value)
-        except (TypeError, ValueError):
-            raise DataError(f"{where}: num_correct {value!r} is not an integer") from None
-        if as_int != value:
-            raise DataError(f"{where}: num_correct {value!r} is not an integer")
-        value = as_int
-    upper = n_scores - 1 if need_incorrect else n_scores
-    if not 1 <= value <= upper:
-        raise DataError(f"{where}: num_correct={value} is out of range for {n_scores} scores")
-    return value
 
 
 # --------------------------------------------------------------------------------------------
@@ -119,131 +58,12 @@ def best_of_n_credit(scores: Sequence[float], num_correct: int = 1) -> float:
     Raises:
         DataError: empty scores, a NaN/inf score, or ``num_correct`` outside ``1..len(scores)``.
     """
-    values = _float_list(scores, "best_of_n_credit")
-    k_correct = _num_correct(num_correct, len(values), "best_of_n_credit", need_incorrect=False)
+    values = checked_scores(scores, "best_of_n_credit")
+    k_correct = checked_num_correct(num_correct, len(values), "best_of_n_credit", need_incorrect=False)
     top = max(values)
     n_top = sum(1 for v in values if v == top)
     correct_top = sum(1 for v in values[:k_correct] if v == top)
     return correct_top / n_top
-
-
-# --------------------------------------------------------------------------------------------
-# §2.2 Ties
-# --------------------------------------------------------------------------------------------
-
-
-def _mean_or_zero(values: list[float]) -> float:
-    # The reference reports 0 for an empty group rather than NaN; keep that so the weighted sum
-    # stays a number.
-    return float(sum(values) / len(values)) if values else 0.0
-
-
-def _margin_term(numerator: float, width: float, version: str) -> float | None:
-    """One prompt's MS term ``tanh(numerator / width - 1)``, or None when the prompt is skipped."""
-    if width > 0:
-        return math.tanh(numerator / width - 1.0)
-    # width == 0: two correct answers with identical scores.
-    if version == "0.1.4":
-        return None  # 0.1.4 averages MS only over prompts with w > 0
-    # `main` divides by zero: +-inf -> tanh = +-1, and 0/0 = NaN which it maps to 0.
-    if numerator > 0:
-        return 1.0
-    if numerator < 0:
-        return -1.0
-    return 0.0
-
-
-def ties_score(rows: Sequence[Any], version: str = "0.1.4") -> dict[str, Any]:
-    """Score the RB2 Ties subset (RB2 §2.2).
-
-    Each row has ``id`` (``"ref:<n>"`` or ``"tied:<n>"``), ``scores`` laid out ``chosen + rejected``
-    and ``num_correct``. Per row, with C the correct and I the incorrect scores:
-    ``a = 1[min C > max I]``, ``m = min C - max I`` and, for rows with ``|C| > 1``,
-    ``w = max C - min C``. With P the prompt numbers having both a ref and a tied row::
-
-        A_ref  = mean a over ref rows,   A_tied = mean a over tied rows
-        CP     = mean_{p in P} 1[m_tied(p) > w(p)]
-        CP_hard= mean_{p in P} 1[min(m_ref(p), m_tied(p)) > w(p)]
-        MS     = mean_{p in P} tanh(min(m_ref(p), m_tied(p)) / w(p) - 1)
-        score  = 0.30 A_tied + 0.30 A_ref + 0.20 CP + 0.20 CP_hard + 0.01 MS
-
-    CP, CP_hard and MS only use prompts of P whose tied row defines w (|C| > 1). ``version``:
-
-    * ``"0.1.4"`` (leaderboard): MS is averaged only over prompts with ``w > 0``;
-    * ``"main"``: a prompt with ``w == 0`` stays in MS and contributes ``tanh(+-inf) = +-1``, or 0
-      when the numerator is also 0.
-
-    A tied row without a ref partner (and vice versa) counts only toward its accuracy. An empty
-    group or an empty average yields 0 for that component.
-
-    Returns:
-        ``A_ref, A_tied, CP, CP_hard, MS, score`` plus the counts ``n_ref, n_tied, n_pairs`` (|P|),
-        ``n_margin`` (prompts used for CP/CP_hard) and ``n_ms`` (prompts used for MS).
-
-    Raises:
-        ConfigError: unknown ``version``.
-        DataError: malformed id, duplicate id, bad scores, or a row without correct or incorrect
-            completions.
-    """
-    if version not in TIES_VERSIONS:
-        raise ConfigError(f"ties_version must be one of {list(TIES_VERSIONS)}, got {version!r}")
-
-    # per type: prompt number -> (accurate, m, w)
-    stats: dict[str, dict[int, tuple[bool, float, float | None]]] = {"ref": {}, "tied": {}}
-    for i, row in enumerate(rows):
-        row_id = _field(row, "id", f"Ties row {i}")
-        where = f"Ties row {row_id!r}"
-        match = _TIES_ID_RE.match(str(row_id))
-        if match is None:
-            raise DataError(f"{where}: id must look like 'ref:<n>' or 'tied:<n>'")
-        kind, number = match.group(1), int(match.group(2))
-        if number in stats[kind]:
-            raise DataError(f"{where}: duplicate Ties id ({kind}:{number})")
-        scores = _float_list(_field(row, "scores", where), where)
-        n_correct = _num_correct(_field(row, "num_correct", where), len(scores), where, need_incorrect=True)
-        correct, incorrect = scores[:n_correct], scores[n_correct:]
-        margin = min(correct) - max(incorrect)
-        width = max(correct) - min(correct) if len(correct) > 1 else None
-        stats[kind][number] = (margin > 0, margin, width)
-
-    a_ref = _mean_or_zero([float(s[0]) for s in stats["ref"].values()])
-    a_tied = _mean_or_zero([float(s[0]) for s in stats["tied"].values()])
-
-    paired = sorted(set(stats["ref"]) & set(stats["tied"]))
-    cp_terms: list[float] = []
-    cp_hard_terms: list[float] = []
-    ms_terms: list[float] = []
-    for p in paired:
-        _, m_ref, _ = stats["ref"][p]
-        _, m_tied, w = stats["tied"][p]
-        if w is None:
-            # w is undefined for a tied row with a single correct answer; both versions skip it
-            # (0.1.4 filters it out; `main` would crash on it).
-            continue
-        hard_margin = min(m_ref, m_tied)
-        cp_terms.append(float(m_tied > w))
-        cp_hard_terms.append(float(hard_margin > w))
-        term = _margin_term(hard_margin, w, version)
-        if term is not None:
-            ms_terms.append(term)
-
-    components = {
-        "A_ref": a_ref,
-        "A_tied": a_tied,
-        "CP": _mean_or_zero(cp_terms),
-        "CP_hard": _mean_or_zero(cp_hard_terms),
-        "MS": _mean_or_zero(ms_terms),
-    }
-    score = sum(TIES_WEIGHTS[name] * value for name, value in components.items())
-    return {
-        **components,
-        "score": float(score),
-        "n_ref": len(stats["ref"]),
-        "n_tied": len(stats["tied"]),
-        "n_pairs": len(paired),
-        "n_margin": len(cp_terms),
-        "n_ms": len(ms_terms),
-    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -270,43 +90,11 @@ def score_rewardbench2(rows: Sequence[Any], ties_version: str = "0.1.4") -> dict
         ConfigError: unknown ``ties_version``.
         DataError: no rows, unknown subset, or a malformed row.
     """
-    if ties_version not in TIES_VERSIONS:
-        raise ConfigError(f"ties_version must be one of {list(TIES_VERSIONS)}, got {ties_version!r}")
+    check_ties_version(ties_version)
     if len(rows) == 0:
         raise DataError("score_rewardbench2: no rows to score")
-
-    credits: dict[str, list[float]] = {}
-    ties_rows: list[Any] = []
-    per_row: list[float | None] = []
-    for i, row in enumerate(rows):
-        row_id = _field(row, "id", f"row {i}")
-        where = f"row {row_id!r}"
-        subset = _field(row, "subset", where)
-        if subset not in SUBSETS:
-            raise DataError(f"{where}: unknown subset {subset!r} (expected one of {list(SUBSETS)})")
-        if subset == TIES_SUBSET:
-            ties_rows.append(row)
-            per_row.append(None)
-            continue
-        scores = _float_list(_field(row, "scores", where), where)
-        n_correct = _num_correct(_field(row, "num_correct", where), len(scores), where, need_incorrect=False)
-        credit = best_of_n_credit(scores, n_correct)
-        credits.setdefault(subset, []).append(credit)
-        per_row.append(credit)
-
-    subset_scores: dict[str, float] = {}
-    counts: dict[str, int] = {}
-    ties: dict[str, Any] | None = None
-    for name in SUBSETS:
-        if name == TIES_SUBSET:
-            if ties_rows:
-                ties = ties_score(ties_rows, version=ties_version)
-                subset_scores[name] = ties["score"]
-                counts[name] = len(ties_rows)
-        elif name in credits:
-            subset_scores[name] = float(sum(credits[name]) / len(credits[name]))
-            counts[name] = len(credits[name])
-
+    credits, ties_rows, per_row = _credit_rows(rows)
+    subset_scores, counts, ties = _subset_scores(credits, ties_rows, ties_version)
     missing = [name for name in SUBSETS if name not in subset_scores]
     # Unweighted mean of subset scores (not of prompts): RB2 §2.3.
     overall = float(sum(subset_scores.values()) / len(subset_scores))
@@ -320,6 +108,51 @@ def score_rewardbench2(rows: Sequence[Any], ties_version: str = "0.1.4") -> dict
         "ties_version": ties_version,
         "per_row": per_row,
     }
+
+
+def _credit_rows(rows: Sequence[Any]) -> tuple[dict[str, list[float]], list[Any], list[float | None]]:
+    """Each normal row's best-of-n credit, grouped by subset; the Ties rows set aside for the subset formula.
+
+    Returns ``(credits by subset, Ties rows, per-row credit in row order with None for Ties rows)``.
+    """
+    credits: dict[str, list[float]] = {}
+    ties_rows: list[Any] = []
+    per_row: list[float | None] = []
+    for i, row in enumerate(rows):
+        row_id = row_field(row, "id", f"row {i}")
+        where = f"row {row_id!r}"
+        subset = row_field(row, "subset", where)
+        if subset not in SUBSETS:
+            raise DataError(f"{where}: unknown subset {subset!r} (expected one of {list(SUBSETS)})")
+        if subset == TIES_SUBSET:
+            ties_rows.append(row)
+            per_row.append(None)
+            continue
+        scores = checked_scores(row_field(row, "scores", where), where)
+        n_correct = checked_num_correct(row_field(row, "num_correct", where), len(scores), where, need_incorrect=False)
+        credit = best_of_n_credit(scores, n_correct)
+        credits.setdefault(subset, []).append(credit)
+        per_row.append(credit)
+    return credits, ties_rows, per_row
+
+
+def _subset_scores(
+    credits: dict[str, list[float]], ties_rows: list[Any], ties_version: str
+) -> tuple[dict[str, float], dict[str, int], dict[str, Any] | None]:
+    """``(score by subset, prompts by subset, Ties components or None)``, present subsets in :data:`SUBSETS` order."""
+    subset_scores: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    ties: dict[str, Any] | None = None
+    for name in SUBSETS:
+        if name == TIES_SUBSET:
+            if ties_rows:
+                ties = ties_score(ties_rows, version=ties_version)
+                subset_scores[name] = ties["score"]
+                counts[name] = len(ties_rows)
+        elif name in credits:
+            subset_scores[name] = float(sum(credits[name]) / len(credits[name]))
+            counts[name] = len(credits[name])
+    return subset_scores, counts, ties
 
 
 # --------------------------------------------------------------------------------------------
@@ -356,8 +189,8 @@ def unroll(items: Sequence[Any]) -> tuple[list[str], list[tuple[int, int]]]:
         where = f"item {i}"
         if isinstance(item, Mapping) and "id" in item:
             where = f"item {item['id']!r}"
-        chosen = _text_list(_field(item, "chosen", where), f"{where}: chosen")
-        rejected = _text_list(_field(item, "rejected", where), f"{where}: rejected")
+        chosen = _text_list(row_field(item, "chosen", where), f"{where}: chosen")
+        rejected = _text_list(row_field(item, "rejected", where), f"{where}: rejected")
         completions = chosen + rejected
         if not completions:
             raise DataError(f"{where}: no completions")
@@ -388,7 +221,7 @@ def reroll(flat_scores: Sequence[float], total_completions: Sequence[int]) -> li
     start = 0
     for size in sizes:
         group = flat_scores[start : start + size]
-        out.append([_to_float(s, f"reroll, score {start + j}") for j, s in enumerate(group)])
+        out.append([checked_score(s, f"reroll, score {start + j}") for j, s in enumerate(group)])
         start += size
     return out
 
@@ -408,8 +241,8 @@ def ratings_credit(ratings: Sequence[int], num_correct: int = 1) -> float:
     Raises:
         DataError: empty ratings, a non-numeric or NaN rating, or a bad ``num_correct``.
     """
-    values = _float_list(ratings, "ratings_credit")
-    k_correct = _num_correct(num_correct, len(values), "ratings_credit", need_incorrect=False)
+    values = checked_scores(ratings, "ratings_credit")
+    k_correct = checked_num_correct(num_correct, len(values), "ratings_credit", need_incorrect=False)
     valid = [j for j, r in enumerate(values) if r != INVALID_RATING]
     if not valid:
         return UNPARSABLE_CREDIT

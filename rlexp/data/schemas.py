@@ -7,12 +7,15 @@ file from a real one.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
 RB2_SUBSETS: tuple[str, ...] = ("Factuality", "Precise IF", "Math", "Safety", "Focus", "Ties")
+# A Ties prompt has a reference row and a tied row, told apart (and paired) by id: `ref:<n>` / `tied:<n>`.
+RB2_TIES_ID: re.Pattern[str] = re.compile(r"^(ref|tied):(\d+)$")
 PRB_DOMAINS: tuple[str, ...] = (
     "Art_and_Entertainment",
     "Lifestyle_and_Personal_Development",

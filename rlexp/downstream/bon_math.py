@@ -158,6 +158,39 @@ def _tie_averaged(sorted_rm: np.ndarray, sorted_gold: np.ndarray) -> np.ndarray:
     return (sums / counts)[ids].reshape(n_prompts, n)
 
 
+def _as_matrices(rm: Any, gold: Any, prompt_ids: Sequence[Any] | None) -> tuple[np.ndarray, np.ndarray]:
+    """``[P, n]`` float64 RM and gold matrices of the same non-empty shape, without NaN/inf."""
+    rm_arr = np.asarray(rm, dtype=np.float64)
+    gold_arr = np.asarray(gold, dtype=np.float64)
+    if rm_arr.ndim != 2:
+        raise DataError(f"bon_curve: rm must be a [prompts, samples] matrix, got shape {rm_arr.shape}")
+    if rm_arr.shape != gold_arr.shape:
+        raise DataError(f"bon_curve: rm has shape {rm_arr.shape} but gold has shape {gold_arr.shape}")
+    n_prompts, n = rm_arr.shape
+    if n_prompts == 0 or n == 0:
+        raise DataError(f"bon_curve: empty score matrix (shape {rm_arr.shape})")
+    if prompt_ids is not None and len(prompt_ids) != n_prompts:
+        raise DataError(f"bon_curve: {len(prompt_ids)} prompt ids for {n_prompts} prompts")
+    _check_finite(rm_arr, "rm", prompt_ids)
+    _check_finite(gold_arr, "gold", prompt_ids)
+    return rm_arr, gold_arr
+
+
+def _gains(
+    bon: dict[int, float], oracle: dict[int, float], bon_at_1: float
+) -> tuple[dict[int, float], dict[int, float | None]]:
+    """``gain`` (BoN@k - BoN@1) and ``normalised_gain`` (gain / headroom over BoN@1) for each k of ``bon``."""
+    gain: dict[int, float] = {}
+    normalised: dict[int, float | None] = {}
+    for k in bon:
+        # At k = 1 both are the same quantity; pin them so rounding noise cannot create a gain.
+        gain[k] = 0.0 if k == 1 else bon[k] - bon_at_1
+        headroom = oracle[k] - bon_at_1
+        scale = max(1.0, abs(oracle[k]), abs(bon_at_1))
+        normalised[k] = None if k == 1 or abs(headroom) <= _ZERO_TOL * scale else gain[k] / headroom
+    return gain, normalised
+
+
 def bon_curve(
     rm: np.ndarray,
     gold: np.ndarray,
@@ -187,19 +220,8 @@ def bon_curve(
         ConfigError: k < 1 or k > n. DataError: bad shapes or NaN/inf (names prompt and sample;
         ``prompt_ids`` maps row positions to ids in that message).
     """
-    rm_arr = np.asarray(rm, dtype=np.float64)
-    gold_arr = np.asarray(gold, dtype=np.float64)
-    if rm_arr.ndim != 2:
-        raise DataError(f"bon_curve: rm must be a [prompts, samples] matrix, got shape {rm_arr.shape}")
-    if rm_arr.shape != gold_arr.shape:
-        raise DataError(f"bon_curve: rm has shape {rm_arr.shape} but gold has shape {gold_arr.shape}")
+    rm_arr, gold_arr = _as_matrices(rm, gold, prompt_ids)
     n_prompts, n = rm_arr.shape
-    if n_prompts == 0 or n == 0:
-        raise DataError(f"bon_curve: empty score matrix (shape {rm_arr.shape})")
-    if prompt_ids is not None and len(prompt_ids) != n_prompts:
-        raise DataError(f"bon_curve: {len(prompt_ids)} prompt ids for {n_prompts} prompts")
-    _check_finite(rm_arr, "rm", prompt_ids)
-    _check_finite(gold_arr, "gold", prompt_ids)
     k_list = sorted({_check_k(k, n) for k in (default_ks(n) if ks is None else ks)})
     if not k_list:
         raise ConfigError("bon_curve: ks is empty")
@@ -220,14 +242,7 @@ def bon_curve(
     bon_at_1 = float(gold_arr.mean())
     bon = {k: float(v) for k, v in zip(k_list, per_bon.mean(axis=0), strict=True)}
     oracle = {k: float(v) for k, v in zip(k_list, per_oracle.mean(axis=0), strict=True)}
-    gain: dict[int, float] = {}
-    normalised: dict[int, float | None] = {}
-    for k in k_list:
-        # At k = 1 both are the same quantity; pin them so rounding noise cannot create a gain.
-        gain[k] = 0.0 if k == 1 else bon[k] - bon_at_1
-        headroom = oracle[k] - bon_at_1
-        scale = max(1.0, abs(oracle[k]), abs(bon_at_1))
-        normalised[k] = None if k == 1 or abs(headroom) <= _ZERO_TOL * scale else gain[k] / headroom
+    gain, normalised = _gains(bon, oracle, bon_at_1)
     return {
         "ks": k_list,
         "n": n,

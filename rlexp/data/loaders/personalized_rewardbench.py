@@ -1,0 +1,114 @@
+"""Loading Personalized RewardBench (``QiyaoMa/Personalized-RewardBench``, or the same layout on disk)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rlexp.data.loaders.sources import Chunk, data_files, hub_configs, read_file, read_hub, resolve_source
+from rlexp.data.loaders.validation import (
+    At,
+    UniqueIds,
+    check_kind,
+    check_limit,
+    check_selection,
+    optional_string,
+    profile_posts,
+    row_id,
+    rubric_aspects,
+    string_field,
+)
+from rlexp.data.schemas import PRBItem
+
+
+def _prb_item(row: Mapping[str, Any], at: At, domain: str) -> PRBItem:
+    """One validated PRB row of ``domain``; chosen and rejected must differ."""
+    item_id = row_id(row, at)
+    question = string_field(row, "question", at)
+    profile = profile_posts(row, at, required=True)
+    aspects = rubric_aspects(row, at)
+    chosen = string_field(row, "chosen", at)
+    rejected = string_field(row, "rejected", at)
+    if chosen == rejected:
+        raise at.error("rejected", "identical to chosen")
+    return PRBItem(
+        id=item_id,
+        question=question,
+        profile=profile,
+        rubric_aspects=aspects,
+        narrative=optional_string(row, "narrative", at),
+        category=optional_string(row, "category", at),
+        chosen=chosen,
+        rejected=rejected,
+        domain=domain,
+    )
+
+
+def _prb_local(path: Path, split: str, domains: Sequence[str] | None) -> list[Chunk]:
+    """PRB from disk: ``<root>/<Domain>/*.parquet`` (domain = first folder under root)."""
+    by_domain: dict[str, list[Path]] = {}
+    if path.is_file():
+        by_domain[path.parent.name] = [path]
+    else:
+        for f in data_files(path, split):
+            rel = f.relative_to(path).parts
+            by_domain.setdefault(rel[0] if len(rel) > 1 else path.name, []).append(f)
+    chunks = []
+    # Only the selected domains are read: real PRB files are ~90 MB each.
+    selected = check_selection(domains, by_domain, "Personalized RewardBench domain")
+    for domain in by_domain if selected is None else selected:
+        for f in by_domain[domain]:
+            chunk = read_file(f)
+            chunk.group = domain
+            chunks.append(chunk)
+    return chunks
+
+
+def _prb_hub(hub_id: str, split: str, domains: Sequence[str] | None, revision: str | None) -> list[Chunk]:
+    """PRB from the hub: one config per domain (default: every config the dataset has)."""
+    if domains is None:
+        domains = hub_configs(hub_id, revision)
+    elif isinstance(domains, str):
+        domains = [domains]
+    chunks = []
+    for domain in domains:
+        chunk = read_hub(hub_id, config=domain, split=split, revision=revision)
+        chunk.group = domain
+        chunks.append(chunk)
+    return chunks
+
+
+def load_prb(
+    source: str | os.PathLike[str],
+    *,
+    domains: Sequence[str] | None = None,
+    split: str = "test",
+    limit: int | None = None,
+    revision: str | None = None,
+) -> list[PRBItem]:
+    """Load Personalized RewardBench pairs (``QiyaoMa/Personalized-RewardBench`` or the same layout).
+
+    The domain of an item is its hub config, or locally the first folder under ``source``
+    (``<source>/<Domain>/test-*.parquet``; a single file takes its parent folder's name).
+    ``domains`` selects configs/folders before reading (default: all of them); ``limit`` keeps
+    the first rows overall, in domain order. Ids must be unique within a domain.
+    """
+    check_limit(limit)
+    ref = resolve_source(source)
+    if ref.kind == "hub":
+        chunks = _prb_hub(ref.value, split, domains, revision)
+    else:
+        chunks = _prb_local(ref.path, split, domains)
+
+    ids = UniqueIds()
+    items: list[PRBItem] = []
+    for chunk in chunks:
+        check_kind(chunk, "prb")
+        for row, position in zip(chunk.rows, chunk.positions, strict=True):
+            at = At(chunk.label, position)
+            item = _prb_item(row, at, chunk.group)
+            ids.add((item.domain, item.id), at)
+            items.append(item)
+    return items[:limit] if limit is not None else items
