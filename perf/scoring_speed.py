@@ -30,7 +30,7 @@ def main() -> None:
     cfg = compose("evaluate", "rm=x")
     items = load_rb2(inputs.data_ref("sandbox:rb2", cfg)[0])
     texts, index = unroll(items)
-    inputs = [ScoreInput(items[i].prompt, t) for t, (i, _) in zip(texts, index, strict=True)]
+    queries = [ScoreInput(items[i].prompt, t) for t, (i, _) in zip(texts, index, strict=True)]
     tok = load_tokenizer(inputs.lineage(compose("train_rm", "model=tiny_llama")).base, padding_side="right")
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=len(tok), hidden_size=512, intermediate_size=1376, num_hidden_layers=6,
@@ -40,7 +40,7 @@ def main() -> None:
     params = sum(p.numel() for p in model.parameters())
 
     scorer = RewardModelScorer(model, tok, ScorerConfig(batch_size=32, max_length=2048))
-    rendered = [scorer.render(x) for x in inputs]
+    rendered = [scorer.render(x) for x in queries]
     lengths = np.array([len(ids) for ids in scorer.encode(rendered)])
 
     def padding_share(batches: list[np.ndarray]) -> float:
@@ -48,7 +48,7 @@ def main() -> None:
         return 1.0 - lengths.sum() / padded
 
     t0 = time.perf_counter()
-    fast = scorer.score(inputs)
+    fast = scorer.score(queries)
     t_fast = time.perf_counter() - t0
     order = np.argsort(lengths, kind="stable")
     fast_pad = padding_share([order[i : i + 32] for i in range(0, len(order), 32)])
@@ -63,9 +63,9 @@ def main() -> None:
     t_ref = time.perf_counter() - t0
     ref_pad = padding_share([np.arange(i, min(i + 8, len(rendered))) for i in range(0, len(rendered), 8)])
 
-    print(f"RM parameters: {params / 1e6:.1f}M; completions: {len(inputs)}; torch threads: {torch.get_num_threads()}")
-    print(f"rlexp scorer     : {len(inputs) / t_fast:8.1f} items/s  padding share {fast_pad:.3f}")
-    print(f"reference loop   : {len(inputs) / t_ref:8.1f} items/s  padding share {ref_pad:.3f}")
+    print(f"RM parameters: {params / 1e6:.1f}M; completions: {len(queries)}; torch threads: {torch.get_num_threads()}")
+    print(f"rlexp scorer     : {len(queries) / t_fast:8.1f} items/s  padding share {fast_pad:.3f}")
+    print(f"reference loop   : {len(queries) / t_ref:8.1f} items/s  padding share {ref_pad:.3f}")
     print(f"speed ratio      : {t_ref / t_fast:.2f}x (target >= 2.0)")
     print(f"max |difference| : {np.max(np.abs(fast - ref)):.2e} (target <= 1e-5)")
 
