@@ -21,7 +21,7 @@ def main() -> None:
     import torch
 
     from rlexp import inputs
-    from rlexp.config import SamplingConfig
+    from rlexp.config.nodes import SamplingConfig
     from rlexp.downstream.sampling import HFSampler, chat_messages
     from rlexp.models.loading import load_causal_lm, load_tokenizer
 

@@ -21,7 +21,7 @@ def main() -> None:
 
     from rlexp import inputs
     from rlexp.benchmarks.rewardbench2_math import unroll
-    from rlexp.config import ScorerConfig
+    from rlexp.config.nodes import ScorerConfig
     from rlexp.data.loaders import load_rb2
     from rlexp.models.loading import load_tokenizer
     from rlexp.scorer import ScoreInput

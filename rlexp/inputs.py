@@ -20,7 +20,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from omegaconf import DictConfig, OmegaConf
 
-from rlexp.config import CONF_DIR, DataConfig, ModelConfig, SampleConfig, SamplingBackend, SamplingConfig
+from rlexp.config import CONF_DIR
+from rlexp.config.choices import SamplingBackend
+from rlexp.config.nodes import ModelConfig, SamplingConfig
+from rlexp.config.tasks import DataConfig, SampleConfig
 from rlexp.data.loaders import load_prompts
 from rlexp.data.schemas import PromptItem
 from rlexp.downstream.pool_scoring import pool_matrix, score_pool_texts

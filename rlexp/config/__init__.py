@@ -4,7 +4,7 @@ Each primary config (``conf/<task>.yaml``) lists its schema first in its default
 misspelled key, a wrong type or a value outside a choice fails at compose time with a message
 naming the key. Tasks convert their nodes to these dataclasses once (``OmegaConf.to_object``) and
 pass typed objects down. ``choices`` holds the enums, ``nodes`` the shared nodes, ``tasks`` the
-per-task schemas.
+per-task schemas; import a schema from its module (``from rlexp.config.nodes import ScorerConfig``).
 """
 
 from __future__ import annotations
@@ -14,61 +14,16 @@ from pathlib import Path
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from rlexp.config.choices import (
-    Algorithm,
-    Checkpoint,
-    Device,
-    DType,
-    JudgeMode,
-    JudgeName,
-    JudgeVariant,
-    LoggerKind,
-    PlannerKind,
-    ProfileMode,
-    SamplingBackend,
-    ScorerKind,
-    TokenizerCheck,
-    TokenizerSource,
-    TruncationSide,
-    ValueInit,
-    WandbMode,
-)
-from rlexp.config.nodes import (
-    BenchmarkConfig,
-    DeepSpeedConfig,
-    JudgeConfig,
-    LoggerConfig,
-    MixConfig,
-    ModelConfig,
-    PathsConfig,
-    PeftConfig,
-    PRBBenchmark,
-    ProfileConfig,
-    PromptsConfig,
-    RB2Benchmark,
-    RuntimeConfig,
-    SamplingConfig,
-    SandboxConfig,
-    ScorerConfig,
-    TinyConfig,
-)
+from rlexp.config.nodes import LoggerConfig, PathsConfig
 from rlexp.config.tasks import (
-    REWARD_TRAINER_OWN,
     BonConfig,
     CorrelateConfig,
-    CorrelateHeadlineConfig,
-    CorrelateNDCGConfig,
     DataConfig,
     EnvConfig,
     EvaluateConfig,
-    PPOPick,
-    PPOSettings,
     PPOTaskConfig,
-    RewardTrainerConfig,
     SampleConfig,
     StudyConfig,
-    StudyGrid,
-    TaskBase,
     TrainRMConfig,
 )
 
@@ -109,61 +64,3 @@ def register_all() -> None:
 
 
 register_all()
-
-__all__ = [
-    "LoggerKind",
-    "WandbMode",
-    "Device",
-    "Checkpoint",
-    "ProfileMode",
-    "PlannerKind",
-    "ScorerKind",
-    "TruncationSide",
-    "DType",
-    "JudgeMode",
-    "TokenizerSource",
-    "TokenizerCheck",
-    "SamplingBackend",
-    "JudgeName",
-    "JudgeVariant",
-    "Algorithm",
-    "ValueInit",
-    "PathsConfig",
-    "LoggerConfig",
-    "RuntimeConfig",
-    "SandboxConfig",
-    "TinyConfig",
-    "ModelConfig",
-    "MixConfig",
-    "ProfileConfig",
-    "ScorerConfig",
-    "RB2Benchmark",
-    "PRBBenchmark",
-    "BenchmarkConfig",
-    "PromptsConfig",
-    "SamplingConfig",
-    "JudgeConfig",
-    "PeftConfig",
-    "DeepSpeedConfig",
-    "TaskBase",
-    "EnvConfig",
-    "DataConfig",
-    "REWARD_TRAINER_OWN",
-    "RewardTrainerConfig",
-    "TrainRMConfig",
-    "EvaluateConfig",
-    "SampleConfig",
-    "BonConfig",
-    "PPOSettings",
-    "PPOTaskConfig",
-    "CorrelateNDCGConfig",
-    "CorrelateHeadlineConfig",
-    "CorrelateConfig",
-    "PPOPick",
-    "StudyGrid",
-    "StudyConfig",
-    "PROJECT_ROOT",
-    "CONF_DIR",
-    "SCHEMAS",
-    "register_all",
-]

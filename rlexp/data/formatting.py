@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
-from rlexp.config import ProfileConfig, ProfileMode
+from rlexp.config.choices import ProfileMode
+from rlexp.config.nodes import ProfileConfig
 from rlexp.data.retrieval import rank_posts
 from rlexp.data.schemas import ProfilePost
 from rlexp.errors import ConfigError

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rlexp.config import SamplingConfig
+from rlexp.config.nodes import SamplingConfig
 from rlexp.data.formatting import SYSTEM_PERSONALIZED, policy_prompt
 from rlexp.data.schemas import PromptItem
 from rlexp.errors import ConfigError

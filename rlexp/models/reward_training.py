@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlexp.config import REWARD_TRAINER_OWN, RewardTrainerConfig
+from rlexp.config.tasks import REWARD_TRAINER_OWN, RewardTrainerConfig
 from rlexp.data.schemas import PreferencePair
 from rlexp.errors import ConfigError
 from rlexp.models.loading import drop_log_printer

@@ -12,7 +12,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlexp.config import JudgeConfig, JudgeName, ProfileConfig, ScorerConfig
+from rlexp.config.choices import JudgeName
+from rlexp.config.nodes import JudgeConfig, ProfileConfig, ScorerConfig
 from rlexp.errors import ConfigError
 from rlexp.scoring.planner import make_planner
 from rlexp.scoring.reward_model import RewardModelScorer

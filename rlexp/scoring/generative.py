@@ -37,7 +37,7 @@ from rlexp.benchmarks.rewardbench2_math import (
     rankings_credit,
     ratings_credit,
 )
-from rlexp.config import ProfileConfig
+from rlexp.config.nodes import ProfileConfig
 from rlexp.data.formatting import PROFILE_MODES, Planner, rm_user_turn
 from rlexp.data.schemas import ProfilePost
 from rlexp.errors import ConfigError, DataError
@@ -131,7 +131,7 @@ def _as_posts(profile: Any, where: str) -> tuple[ProfilePost, ...]:
 class JudgeSettings:
     """How a generative judge is prompted and sampled; every field is recorded with the results.
 
-    How the user's profile reaches the judge is the same :class:`~rlexp.config.ProfileConfig` every
+    How the user's profile reaches the judge is the same :class:`~rlexp.config.nodes.ProfileConfig` every
     scorer takes, passed beside these settings."""
 
     max_new_tokens: int = 512  # PRB pairwise uses 512; RB2's vLLM runs allow 2,048

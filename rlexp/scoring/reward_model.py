@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rlexp.config import ProfileConfig, ScorerConfig
+from rlexp.config.nodes import ProfileConfig, ScorerConfig
 from rlexp.data.formatting import Planner, rm_user_turn
 from rlexp.errors import ConfigError, DataError
 from rlexp.models.loading import load_reward_model, load_tokenizer, pick_device, tokenizer_drift

@@ -18,7 +18,8 @@ from omegaconf import DictConfig, OmegaConf
 from rlexp import inputs
 from rlexp.benchmarks.rewardbench2_math import score_rewardbench2
 from rlexp.benchmarks.runners import run_personalized, run_rewardbench2
-from rlexp.config import CONF_DIR, ProfileConfig, ScorerConfig
+from rlexp.config import CONF_DIR
+from rlexp.config.nodes import ProfileConfig, ScorerConfig
 from rlexp.data.loaders import load_prb, load_rb2
 from rlexp.errors import ConfigError, DataError
 from rlexp.models.chat_lm import ChatLM

@@ -21,7 +21,7 @@ from joblib import Parallel, delayed
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp import inputs
-from rlexp.config import StudyGrid
+from rlexp.config.tasks import StudyGrid
 from rlexp.errors import ConfigError, RlexpError
 from rlexp.runtime import compose_task, hydra_entry, one_line
 from rlexp.store import Record, Store

@@ -21,7 +21,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp import inputs
-from rlexp.config import ProfileConfig, ScorerConfig
+from rlexp.config.nodes import ProfileConfig, ScorerConfig
 from rlexp.data.loaders import load_pairs
 from rlexp.data.mixes import MixSpec, build_mix, mix_id, pairs_content_hash, split_heldout, validate_mix
 from rlexp.errors import ConfigError

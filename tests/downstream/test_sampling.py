@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rlexp.config import SamplingConfig
+from rlexp.config.nodes import SamplingConfig
 from rlexp.downstream.sampling import HFSampler
 from rlexp.models import tiny
 from tests._tiny_random import random_chat_model

@@ -48,7 +48,7 @@ def test_personal_rm_with_planner_beats_chance_on_prb(world: Path, rms: dict[str
 
 def test_scores_do_not_depend_on_batching_sorting_padding_or_reload(world: Path, rms: dict[str, str]) -> None:
     from rlexp import inputs
-    from rlexp.config import ScorerConfig
+    from rlexp.config.nodes import ScorerConfig
     from rlexp.data.loaders import load_rb2
     from rlexp.scorer import ScoreInput
     from rlexp.scoring.reward_model import RewardModelScorer

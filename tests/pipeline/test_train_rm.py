@@ -25,7 +25,7 @@ def _general_heldout(world: Path):
 
 
 def _accuracy(model_dir: str, pairs, mode: str = "none") -> float:
-    from rlexp.config import ProfileConfig, ScorerConfig
+    from rlexp.config.nodes import ProfileConfig, ScorerConfig
     from rlexp.models.reward_training import pair_inputs
     from rlexp.scoring.reward_model import RewardModelScorer
 

@@ -20,7 +20,7 @@ import torch
 
 from rlexp.benchmarks.personalized_math import seeded_positions
 from rlexp.benchmarks.rewardbench2_math import parse_rating
-from rlexp.config import ProfileConfig
+from rlexp.config.nodes import ProfileConfig
 from rlexp.data.schemas import ProfilePost, RubricAspect
 from rlexp.errors import ConfigError, DataError
 from rlexp.models import tiny
