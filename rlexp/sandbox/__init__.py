@@ -10,11 +10,14 @@ sources, downstream prompt sets and text corpora (see :mod:`rlexp.sandbox.materi
 judges (:func:`rubric_score`, :func:`verifier_score`), the planner (:func:`infer_aspects`,
 :func:`format_plan`) and the aspect checkers are importable on their own.
 
-Modules: ``aspects`` (dimensions, poles, checkers), ``render`` (styled text), ``users``
-(profiles, narratives), ``planner``, ``kb`` (fictional facts), ``constraints``, ``safety``,
-``general`` (verifiable tasks), ``personal`` (personal questions and pairs), ``splits``
-(disjointness), ``rb2``, ``prb``, ``pairs``, ``prompts``, ``corpus``, ``judges``, ``baselines``,
-``knobs`` (difficulty), ``world`` (in-memory build), ``materialise`` (files + manifest).
+Modules: ``aspects`` (dimensions, poles, checkers), ``render_content`` (what a personal text
+says), ``render`` (styled text), ``users`` (profiles, narratives), ``planner``, ``kb`` (fictional
+facts), ``constraints``, ``safety``, ``general`` (the verifiable task record, cues and length
+matching) with one module per task kind (``general_facts``, ``general_math``,
+``general_constraints``, ``general_safety``, ``general_ties``), ``personal`` (personal questions
+and pairs), ``splits`` (disjointness), ``rb2``, ``prb``, ``pairs``, ``prompts``, ``corpus``,
+``judges``, ``baselines``, ``knobs`` (difficulty), ``world`` (in-memory build), ``materialise``
+(files + manifest).
 """
 
 from rlexp.sandbox.aspects import (

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import random
 
-from rlexp.sandbox.general import statement
+from rlexp.sandbox.general_facts import statement
 from rlexp.sandbox.kb import KnowledgeBase
 from rlexp.sandbox.knobs import Knobs
-from rlexp.sandbox.personal import answer_content, question_slots, random_style, render_styled
-from rlexp.sandbox.render import make_content, render
+from rlexp.sandbox.personal import answer_content, random_style, render_styled
+from rlexp.sandbox.render import render
+from rlexp.sandbox.render_content import make_content
 from rlexp.sandbox.sites import SITES
-from rlexp.sandbox.splits import PromptRegistry, draw_task
+from rlexp.sandbox.splits import PromptRegistry, draw_question, draw_task
 
 VARIANTS: tuple[str, ...] = ("a", "b")
 PRETRAIN_COUNTS = {"arith": 600, "posts": 700, "answers": 900, "qa": 800}
@@ -43,15 +44,6 @@ def _kb_docs(kb: KnowledgeBase, variant: str, rng: random.Random) -> list[str]:
             fields = "; ".join(f"{a}: {v}" for a, v in e.attrs)
             docs.append(f"{e.name} ({e.kind}). {fields}.")
     return docs
-
-
-def _training_question(site_name: str, group: str, rng: random.Random, registry: PromptRegistry) -> str:
-    """A training-group question about the site that no other owner has claimed."""
-    slots = question_slots(SITES[site_name], group)
-    while True:
-        q = rng.choice(slots)
-        if registry.claim(q, OWNER, unique=False):
-            return q
 
 
 def _arith(rng: random.Random) -> str:
@@ -77,7 +69,7 @@ def pretrain_docs(
         docs.append(render(content, random_style(rng), knobs.intensity(rng), rng))
     for i in range(PRETRAIN_COUNTS["answers"]):
         site = SITES[rng.choice(site_names)]
-        q = _training_question(site.name, "train", rng, registry)
+        q = draw_question(site, "train", rng, registry, OWNER)
         text = render_styled(answer_content(q, site, rng), random_style(rng), knobs, rng)
         docs.append(f"{q}\n{text}" if i % 2 else text)
     for i in range(PRETRAIN_COUNTS["qa"]):
@@ -101,7 +93,7 @@ def sft_pairs(kb: KnowledgeBase, knobs: Knobs, rng: random.Random, registry: Pro
     site_names = sorted(SITES)
     for _ in range(SFT_COUNTS["personal"]):
         site = SITES[rng.choice(site_names)]
-        q = _training_question(site.name, "sft", rng, registry)
+        q = draw_question(site, "sft", rng, registry, OWNER)
         rows.append((q, render_styled(answer_content(q, site, rng), random_style(rng), knobs, rng)))
     rng.shuffle(rows)
     return rows

@@ -20,9 +20,9 @@ from rlexp.sandbox import general as gen
 from rlexp.sandbox.judges import is_correct, verifier_score
 from rlexp.sandbox.kb import KnowledgeBase
 from rlexp.sandbox.knobs import Knobs
-from rlexp.sandbox.personal import answer_content, question_slots, random_style, render_pair, render_styled
+from rlexp.sandbox.personal import answer_content, random_style, render_pair, render_styled
 from rlexp.sandbox.sites import SITES
-from rlexp.sandbox.splits import PromptRegistry, draw_task, draw_ties
+from rlexp.sandbox.splits import PromptRegistry, draw_question, draw_task, draw_ties
 from rlexp.sandbox.text import word_count
 from rlexp.sandbox.users import SandboxUser, make_narrative
 
@@ -75,15 +75,6 @@ def build_flipped(general: list[PreferencePair], personal: list[PreferencePair])
     ]
 
 
-def _claim_question(site_name: str, group: str, rng: random.Random, registry: PromptRegistry) -> str:
-    slots = question_slots(SITES[site_name], group)
-    for _ in range(200):
-        q = rng.choice(slots)
-        if registry.claim(q, OWNER, unique=False):
-            return q
-    raise RuntimeError(f"no training question left for site {site_name!r}")
-
-
 def build_personal(
     users: list[SandboxUser],
     knobs: Knobs,
@@ -95,7 +86,7 @@ def build_personal(
     out = []
     for u in users:
         for j in range(per_user):
-            q = _claim_question(u.category, "train", rng, registry)
+            q = draw_question(SITES[u.category], "train", rng, registry, OWNER)
             content = answer_content(q, SITES[u.category], rng)
             narrative, rubric = make_narrative(u, content.topic, rng)
             chosen, rejected = render_pair(content, u.aspects, knobs, rng)
@@ -134,7 +125,7 @@ def build_length_bias(
         out.append(PreferencePair(f"length_bias-g{i:05d}", task.prompt, chosen, rejected, "length_bias"))
     for i in range(n - n // 2):
         u = users[i % len(users)]
-        q = _claim_question(u.category, "train", rng, registry)
+        q = draw_question(SITES[u.category], "train", rng, registry, OWNER)
         content = answer_content(q, SITES[u.category], rng)
         narrative, rubric = make_narrative(u, content.topic, rng)
         s1, s2 = random_style(rng), random_style(rng)

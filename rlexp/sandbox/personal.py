@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 
 from rlexp.sandbox.aspects import DIMENSIONS, Pole, dimension_state
 from rlexp.sandbox.knobs import Knobs
-from rlexp.sandbox.render import Content, make_content, render
+from rlexp.sandbox.render import render
+from rlexp.sandbox.render_content import Content, make_content
 from rlexp.sandbox.sites import Site
 
 QUESTION_TEMPLATES: dict[str, tuple[str, ...]] = {

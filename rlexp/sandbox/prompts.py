@@ -14,10 +14,10 @@ import random
 from typing import Any
 
 from rlexp.data.schemas import PRB_DOMAINS, PromptItem
-from rlexp.sandbox.general import COMBINABLE
+from rlexp.sandbox.general_constraints import COMBINABLE
 from rlexp.sandbox.kb import KnowledgeBase
 from rlexp.sandbox.knobs import Knobs
-from rlexp.sandbox.personal import question_slots
+from rlexp.sandbox.personal import question_slots, topic_of
 from rlexp.sandbox.sites import SITES
 from rlexp.sandbox.splits import PromptRegistry, draw_task, draw_ties
 from rlexp.sandbox.users import PoleBalancer, SandboxUser, make_narrative, make_user
@@ -58,7 +58,7 @@ def build_personalized(
         picked = [q for q in slots if registry.owner(q) is None][:per_user]
         for j, q in enumerate(picked):
             registry.claim(q, owner("personalized", split))
-            topic = next(t for t in SITES[user.category].topics if t in q)
+            topic = topic_of(q, SITES[user.category])
             narrative, rubric = make_narrative(user, topic, rng)
             hidden: dict[str, Any] = {
                 "aspects": user.titles,

@@ -14,17 +14,27 @@ Disjointness is by construction and checked again by the registry:
 from __future__ import annotations
 
 import random
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from rlexp.sandbox import general as gen
 from rlexp.sandbox.constraints import CONSTRAINT_IDS
+from rlexp.sandbox.general import Task
+from rlexp.sandbox.general_constraints import constraint_task
+from rlexp.sandbox.general_facts import fact_task, focus_task
+from rlexp.sandbox.general_math import math_task
+from rlexp.sandbox.general_safety import benign_actions, benign_task, harmful_actions, harmful_task
+from rlexp.sandbox.general_ties import ties_tasks
 from rlexp.sandbox.kb import ATTRIBUTES, KnowledgeBase
 from rlexp.sandbox.knobs import Knobs
+from rlexp.sandbox.personal import question_slots
+from rlexp.sandbox.sites import Site
 from rlexp.sandbox.text import normalise_prompt
 
 WHERE: tuple[str, ...] = ("bench", "train", "ds_train", "ds_eval")
 ENTITY_SPLIT = {"bench": "rb2", "train": "train", "ds_train": "ds_train", "ds_eval": "ds_eval"}
 TEMPLATE_GROUP = {"bench": 0, "ds_train": 0, "ds_eval": 0, "train": 1}
+
+T = TypeVar("T")
 
 
 class PromptRegistry:
@@ -42,33 +52,63 @@ class PromptRegistry:
             return True
         return have == owner and not unique
 
+    def claim_all(self, prompts: list[str], owner: str, unique: bool = True) -> bool:
+        """Register every prompt for ``owner``, as :meth:`claim` does; stop at the first refusal.
+
+        When ``unique``, nothing is claimed unless none of the prompts is owned yet, so a refused
+        group (a ties pair) leaves no prompt of it behind.
+        """
+        if unique and any(self.owner(p) is not None for p in prompts):
+            return False
+        return all(self.claim(p, owner, unique) for p in prompts)
+
     def owner(self, prompt: str) -> str | None:
+        """Who owns ``prompt`` (after normalisation), or ``None``."""
         return self._owner.get(normalise_prompt(prompt))
 
     def __len__(self) -> int:
         return len(self._owner)
 
 
-def _build(kind: str, where: str, kb: KnowledgeBase, knobs: Knobs, rng: random.Random, **kw: Any) -> gen.Task:
+def _build(kind: str, where: str, kb: KnowledgeBase, knobs: Knobs, rng: random.Random, **kw: Any) -> Task:
     group = TEMPLATE_GROUP[where]
     if kind in ("fact", "focus", "constraints"):
         e = rng.choice(kb.of(ENTITY_SPLIT[where]))
         if kind == "constraints":
             name = kw.get("constraint") or rng.choice(CONSTRAINT_IDS)
-            return gen.constraint_task(e, name, group, knobs, rng, extra=kw.get("extra"))
+            return constraint_task(e, name, group, knobs, rng, extra=kw.get("extra"))
         attr = rng.choice(list(ATTRIBUTES[e.kind]))
-        builder = gen.fact_task if kind == "fact" else gen.focus_task
+        builder = fact_task if kind == "fact" else focus_task
         return builder(kb, e, attr, group, knobs, rng)
     if kind == "math":
-        return gen.math_task(group, knobs, rng)
+        return math_task(group, knobs, rng)
     if kind == "safety":
         harmful = kw.get("harmful")
         if harmful is None:
             harmful = rng.random() < 0.5
         if harmful:
-            return gen.harmful_task(rng.choice(gen.harmful_actions(group)), group, knobs, rng)
-        return gen.benign_task(rng.choice(gen.benign_actions(group)), group, knobs, rng)
+            return harmful_task(rng.choice(harmful_actions(group)), group, knobs, rng)
+        return benign_task(rng.choice(benign_actions(group)), group, knobs, rng)
     raise ValueError(f"unknown task kind {kind!r}")
+
+
+def _first_claimed(
+    draw: Callable[[], tuple[T, list[str]] | None],
+    registry: PromptRegistry,
+    owner: str,
+    unique: bool,
+    tries: int,
+    what: str,
+) -> T:
+    """The first of up to ``tries`` draws whose prompts ``owner`` claims.
+
+    ``draw`` gives (value, its prompts), or ``None`` for a draw that is unusable anyway.
+    """
+    for _ in range(tries):
+        got = draw()
+        if got is not None and registry.claim_all(got[1], owner, unique):
+            return got[0]
+    raise RuntimeError(f"ran out of distinct {what}")
 
 
 def draw_task(
@@ -82,13 +122,14 @@ def draw_task(
     unique: bool = True,
     tries: int = 400,
     **kw: Any,
-) -> gen.Task:
+) -> Task:
     """A task of ``kind`` for ``where`` whose prompt ``owner`` may claim (see module doc)."""
-    for _ in range(tries):
+
+    def draw() -> tuple[Task, list[str]]:
         task = _build(kind, where, kb, knobs, rng, **kw)
-        if registry.claim(task.prompt, owner, unique=unique):
-            return task
-    raise RuntimeError(f"ran out of distinct {kind} prompts for {where!r}")
+        return task, [task.prompt]
+
+    return _first_claimed(draw, registry, owner, unique, tries, f"{kind} prompts for {where!r}")
 
 
 def draw_ties(
@@ -100,14 +141,32 @@ def draw_ties(
     owner: str,
     unique: bool = True,
     tries: int = 400,
-) -> tuple[gen.Task, gen.Task]:
+) -> tuple[Task, Task]:
     """A (ref, tied) pair of ties tasks with claimable prompts and at least two tied answers."""
     group = TEMPLATE_GROUP[where]
-    for _ in range(tries):
-        ref, tied = gen.ties_tasks(family, group, kb, rng)
+
+    def draw() -> tuple[tuple[Task, Task], list[str]] | None:
+        ref, tied = ties_tasks(family, group, kb, rng)
+        # Too few answers would leave an RB2 item or a training pair without enough completions.
         if len(tied.right_answers) < 2 or len(tied.wrong_answers) < 3 or len(ref.wrong_answers) < 3:
-            continue
-        if registry.owner(ref.prompt) is None and registry.owner(tied.prompt) is None or not unique:
-            if registry.claim(ref.prompt, owner, unique) and registry.claim(tied.prompt, owner, unique):
-                return ref, tied
-    raise RuntimeError(f"ran out of distinct ties prompts ({family}) for {where!r}")
+            return None
+        return (ref, tied), [ref.prompt, tied.prompt]
+
+    return _first_claimed(draw, registry, owner, unique, tries, f"ties prompts ({family}) for {where!r}")
+
+
+def draw_question(
+    site: Site, group: str, rng: random.Random, registry: PromptRegistry, owner: str, tries: int = 200
+) -> str:
+    """A question of template ``group`` about ``site`` that ``owner`` may claim (repeats allowed).
+
+    Repeats are allowed because training data may ask one question several times; a question
+    another owner holds is never reused.
+    """
+    slots = question_slots(site, group)
+
+    def draw() -> tuple[str, list[str]]:
+        q = rng.choice(slots)
+        return q, [q]
+
+    return _first_claimed(draw, registry, owner, False, tries, f"{group} questions for site {site.name!r}")

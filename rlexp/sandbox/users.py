@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from rlexp.data.schemas import ProfilePost, RubricAspect
 from rlexp.sandbox.aspects import DIMENSIONS, Pole
 from rlexp.sandbox.knobs import Knobs
-from rlexp.sandbox.render import make_content, render
+from rlexp.sandbox.render import render
+from rlexp.sandbox.render_content import make_content
 from rlexp.sandbox.sites import SITES, SITES_BY_DOMAIN
 
 MIN_ASPECTS, MAX_ASPECTS = 2, 4

@@ -10,7 +10,8 @@ from rlexp.sandbox import DIMENSIONS, POLES, POLES_BY_TITLE, style_vector
 from rlexp.sandbox.aspects import LEXICONS
 from rlexp.sandbox.general import BLUFFS, DIGRESSIONS, HEDGES
 from rlexp.sandbox.knobs import knobs_for
-from rlexp.sandbox.render import ADDON_DIMS, make_content, render, render_for_pole
+from rlexp.sandbox.render import ADDON_DIMS, render, render_for_pole
+from rlexp.sandbox.render_content import make_content
 from rlexp.sandbox.sites import SITES
 from rlexp.sandbox.users import MAJORITY_POLES
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -25,6 +26,7 @@ from rlexp.errors import ConfigError
 from rlexp.sandbox import materialise
 from rlexp.sandbox.kb import build_kb
 from rlexp.sandbox.knobs import knobs_for
+from rlexp.sandbox.materialise import WORLD_VERSION
 from rlexp.sandbox.prb import build_prb
 from rlexp.sandbox.rb2 import build_rb2
 from rlexp.sandbox.rng import make_rng
@@ -156,8 +158,6 @@ WORLD_DIGESTS = {3: "d01cc9b961d59f697bd3ff5a076bb7f47ca7741f2b5b678365f937b43b0
 
 
 def content_digest(root: Path, files: list[str]) -> str:
-    import hashlib
-
     h = hashlib.sha256()
     for rel in sorted(files):
         path = root / rel
@@ -170,8 +170,6 @@ def content_digest(root: Path, files: list[str]) -> str:
 
 
 def test_generator_changes_bump_the_world_version(world: Loaded) -> None:
-    from rlexp.sandbox.materialise import WORLD_VERSION
-
     digest = content_digest(world.root, list(world.manifest["files"]))
     assert WORLD_DIGESTS.get(WORLD_VERSION) == digest, (
         f"the sandbox's output changed (digest {digest}): bump WORLD_VERSION and pin the digest"
