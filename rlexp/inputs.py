@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp.config import CONF_DIR
-from rlexp.config.choices import SamplingBackend
+from rlexp.config.choices import JudgeName, SamplingBackend
 from rlexp.config.nodes import ModelConfig, SamplingConfig
 from rlexp.config.tasks import DataConfig, SampleConfig
 from rlexp.data.loaders import load_prompts
@@ -361,7 +361,10 @@ def reward(cfg: Any) -> tuple[Scorer, str, str | None]:
     """
     ref = str(cfg.rm)
     if ref.startswith("judge:"):
-        jcfg = OmegaConf.merge(cfg, {"judge": {"name": ref.split(":", 1)[1]}})
+        name = ref.split(":", 1)[1]
+        if name not in tuple(JudgeName):
+            raise ConfigError(f"rm=judge:<name>: judge={name!r} is not one of {', '.join(JudgeName)}")
+        jcfg = OmegaConf.merge(cfg, {"judge": {"name": name}})
         return gold_judge(jcfg, str(cfg.prompts.name)), ref, None
     found = rm(ref, Store(cfg.paths.store))
     return reward_scorer(found, cfg.scorer, cfg.profile), found.input_id, found.lineage
