@@ -7,13 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import pandas as pd
-
+from rlexp.analysis.columns import DESIGN_FACTORS, downstream_columns, main_benchmark_columns
 from rlexp.analysis.figures import FIGURES
 from rlexp.analysis.markdown import fmt_num as _num
-from rlexp.analysis.markdown import is_missing as _nan
 from rlexp.analysis.markdown import markdown_table
-from rlexp.analysis.table import DESIGN_FACTORS, downstream_columns, main_benchmark_columns
+from rlexp.analysis.study_table import StudyContext, StudyTable
+from rlexp.analysis.values import is_missing as _nan
 
 
 def _factor(v: Any) -> str:
@@ -24,8 +23,9 @@ def _factor(v: Any) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def _rm_table(table: pd.DataFrame, context: Mapping[str, Any]) -> str:
-    varying = [f for f in DESIGN_FACTORS if f in (context.get("varying_factors") or {})]
+def _rm_table(study: StudyTable) -> str:
+    table = study.frame
+    varying = [f for f in DESIGN_FACTORS if f in study.context.varying_factors]
     cols = [*main_benchmark_columns(table.columns), *downstream_columns(table.columns),
             *[c for c in table.columns if c.endswith("/lineage_match")]]
     headers = ["RM", "id", *varying, *cols]
@@ -44,12 +44,12 @@ def _friedman_cell(test: Mapping[str, Any] | None) -> str:
     return f"{_num(test['statistic'])} (p={float(test['pvalue']):.2g})"
 
 
-def _bon_differences_section(context: Mapping[str, Any]) -> list[str]:
+def _bon_differences_section(context: StudyContext) -> list[str]:
     """Whether the RMs' Best-of-N gains differ beyond prompt noise (paired bootstrap over prompts)."""
-    diffs = context.get("bon_differences") or {}
+    diffs = context.bon_differences or {}
     if not diffs:
         return []
-    alpha = float((context.get("settings") or {}).get("alpha", 0.05))
+    alpha = float((context.settings or {}).get("alpha", 0.05))
     lines = ["### Do Best-of-N gains differ across RMs?", "",
              "Highest minus lowest gain on the shared prompts, with the CI of that difference when the "
              "prompts are resampled (paired: every RM chose from the same pool), and how many RM pairs "
@@ -72,9 +72,9 @@ def _bon_differences_section(context: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _bon_groups_section(context: Mapping[str, Any], table: pd.DataFrame) -> list[str]:
+def _bon_groups_section(study: StudyTable) -> list[str]:
     """Best-of-N gain@n per prompt group (general kind / personalized domain), one table per setting."""
-    groups = context.get("bon_groups") or {}
+    table, groups = study.frame, study.context.bon_groups
     if not groups:
         return []
     labels = table["label"].to_dict() if "label" in table else {}
@@ -104,9 +104,9 @@ def _bon_groups_section(context: Mapping[str, Any], table: pd.DataFrame) -> list
 
 
 
-def subgroup_section(context: Mapping[str, Any]) -> list[str]:
+def subgroup_section(context: StudyContext) -> list[str]:
     """Appendix B: each headline pair without the controls, within each data mix and per seed."""
-    headline = context.get("headline") or {}
+    headline = context.headline or {}
     groups = [g for g in headline.get("subgroups") or [] if g["scope"] != "all"]
     lines = ["## B. Headline pairs without controls, within each data mix, per seed", "",
              "A correlation across working and broken (control) RMs says little about ranking working ones, and one "
@@ -125,14 +125,15 @@ def subgroup_section(context: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def reward_models_section(table: pd.DataFrame, context: Mapping[str, Any]) -> list[str]:
+def reward_models_section(study: StudyTable) -> list[str]:
     """Appendix C: the RM table and what differs between the RMs."""
-    lines = ["## C. Reward models", "", _rm_table(table, context), "",
+    table, context = study.frame, study.context
+    lines = ["## C. Reward models", "", _rm_table(study), "",
              "Full table (every RB2 subset and PRB domain, all factors): [table.csv](table.csv).", "",
              "What differs between RMs:", ""]
     n_ext = int(table["external"].astype(bool).sum()) if "external" in table else 0
-    varying = context.get("varying_factors") or {}
-    constant = context.get("constant_factors") or {}
+    varying = context.varying_factors
+    constant = context.constant_factors
     if varying:
         lines += [f"- **{f}** varies: {', '.join(str(v) for v in vals)}" for f, vals in varying.items()]
     else:
@@ -144,9 +145,9 @@ def reward_models_section(table: pd.DataFrame, context: Mapping[str, Any]) -> li
     return [*lines, ""]
 
 
-def downstream_section(table: pd.DataFrame, context: Mapping[str, Any]) -> list[str]:
+def downstream_section(study: StudyTable) -> list[str]:
     """Appendix D: judge-reward upper bounds, whether BoN gains differ, BoN gains per prompt group."""
-    uppers = context.get("upper_bounds") or []
+    uppers = study.context.upper_bounds
     lines = ["## D. Downstream detail", "", "### Upper bounds (judge rewards, excluded from correlations)", ""]
     if uppers:
         lines.append(markdown_table(
@@ -157,7 +158,7 @@ def downstream_section(table: pd.DataFrame, context: Mapping[str, Any]) -> list[
     else:
         lines.append("None in this study.")
     lines.append("")
-    return lines + _bon_differences_section(context) + _bon_groups_section(context, table)
+    return lines + _bon_differences_section(study.context) + _bon_groups_section(study)
 
 
 CAPTIONS = {
@@ -181,32 +182,33 @@ def figures_section() -> list[str]:
     return lines
 
 
-def provenance_section(table: pd.DataFrame, context: Mapping[str, Any], settings: Mapping[str, Any]) -> list[str]:
+def provenance_section(study: StudyTable, settings: Mapping[str, Any]) -> list[str]:
     """Appendix F: what was read (selection, records, data ids), statistics settings, versions."""
-    by_task = context.get("records_by_task", {})
+    table, context = study.frame, study.context
+    by_task = context.records_by_task
     lines = [
         "## F. Provenance", "",
-        f"- **Selection:** {context.get('selection', '?')}",
+        f"- **Selection:** {'?' if context.selection is None else context.selection}",
         f"- **Records read:** {', '.join(f'{t} {n}' for t, n in by_task.items()) or 'none'}"
-        f"{'; ' + str(len(context.get('duplicates', []))) + ' superseded duplicates' if context.get('duplicates') else ''}.",
+        f"{'; ' + str(len(context.duplicates)) + ' superseded duplicates' if context.duplicates else ''}.",
         "- **Data ids** (benchmark data; BoN/PPO sample pools): "
-        + ("; ".join(f"{k}: `{', '.join(v)}`" for k, v in (context.get("data_ids") or {}).items()) or "none") + ".",
-        (f"- **BoN k:** {', '.join(f'{s} k={k}' for s, k in context.get('k', {}).items())}" if context.get("k") else "- **BoN k:** none"),
+        + ("; ".join(f"{k}: `{', '.join(v)}`" for k, v in context.data_ids.items()) or "none") + ".",
+        (f"- **BoN k:** {', '.join(f'{s} k={k}' for s, k in context.k.items())}" if context.k else "- **BoN k:** none"),
         f"- **Statistics:** Spearman ρ, Kendall τ-b, Pearson r, NDCG {', '.join(settings.get('ndcg_names', []))}; "
         + (f"{100 * (1 - float(settings.get('alpha', 0.05))):g}% bootstrap CIs over RMs ({settings.get('n_boot')} "
            f"resamples, seed {settings.get('seed', 0)}) and over prompts for BoN gains."
            if settings.get("n_boot") else "no bootstrap CIs (n_boot=0)."),
-        "- **Versions:** " + (", ".join(f"{k} {v}" for k, v in (context.get("versions") or {}).items()) or "unknown"),
+        "- **Versions:** " + (", ".join(f"{k} {v}" for k, v in (context.versions or {}).items()) or "unknown"),
     ]
-    lines += [f"- **Warning:** {w}" for w in context.get("warnings", [])]
-    recs = context.get("records") or []
+    lines += [f"- **Warning:** {w}" for w in context.warnings]
+    recs = context.records
     labels = table["label"].to_dict() if "label" in table else {}
     lines += ["", "### Records used", "", markdown_table(
         ["id", "task", "RM", "status", "settings"],
         [[r["id"], r["task"], labels.get(r.get("rm"), r.get("rm") or "–"), r["status"],
           ", ".join(f"{k}={v}" for k, v in (r.get("settings") or {}).items())] for r in recs],
     )]
-    dups = context.get("duplicates") or []
+    dups = context.duplicates
     lines += ["", "### Duplicates (several records for one cell; the most recent is used)", ""]
     if dups:
         lines.append(markdown_table(["RM", "column", "used", "superseded"],
@@ -214,6 +216,6 @@ def provenance_section(table: pd.DataFrame, context: Mapping[str, Any], settings
     else:
         lines.append("None.")
     lines += ["", "### Missing", ""]
-    missing = context.get("missing") or []
+    missing = context.missing
     lines += [f"- {m}" for m in missing] if missing else ["Nothing: every RM has every benchmark and downstream result."]
     return [*lines, ""]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +27,12 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from rlexp.analysis.correlation import ndcg_null, spearman
+from rlexp.analysis.columns import DOWNSTREAM_RE, gain_columns, main_benchmark_columns
+from rlexp.analysis.correlation import spearman
+from rlexp.analysis.ndcg import ndcg_null
 from rlexp.analysis.plot_style import RMStyle, legend_handles, place_labels, rm_styles
-from rlexp.analysis.table import DOWNSTREAM_RE, gain_columns, main_benchmark_columns
+from rlexp.analysis.study_table import StudyContext, StudyTable
+from rlexp.analysis.values import is_missing
 from rlexp.errors import DataError
 
 FIGURES: tuple[str, ...] = ("fig_scatter", "fig_ndcg_bars", "fig_subset_pearson", "fig_bon_curves", "fig_ppo_lineage")
@@ -37,13 +40,9 @@ FORMATS: tuple[str, ...] = ("png", "pdf")
 _PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
 
 
-def _nan(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
-
-
 def _truth(v: Any) -> bool | None:
     """A lineage-match cell (bool, or "True"/"False" read back from CSV) as True/False/None."""
-    if _nan(v) or v == "":
+    if is_missing(v) or v == "":
         return None
     if isinstance(v, str):
         return {"true": True, "false": False}.get(v.strip().lower())
@@ -51,7 +50,7 @@ def _truth(v: Any) -> bool | None:
 
 
 def _fmt(v: Any, digits: int = 2) -> str:
-    return "n/a" if _nan(v) else f"{float(v):.{digits}f}"
+    return "n/a" if is_missing(v) else f"{float(v):.{digits}f}"
 
 
 def _stat(corr: pd.DataFrame, b: str, d: str, s: str) -> pd.Series | None:
@@ -63,7 +62,7 @@ def _stat(corr: pd.DataFrame, b: str, d: str, s: str) -> pd.Series | None:
 
 def _value(corr: pd.DataFrame, b: str, d: str, s: str) -> float | None:
     row = _stat(corr, b, d, s)
-    return None if row is None or _nan(row["value"]) else float(row["value"])
+    return None if row is None or is_missing(row["value"]) else float(row["value"])
 
 
 def _ndcg_names(corr: pd.DataFrame) -> list[str]:
@@ -114,22 +113,23 @@ def _empty(out_dir: Path, name: str, title: str, why: str = "no data") -> list[P
 # ------------------------------------------------------------------------------------------------
 
 
-def _gain_errors(context: Mapping[str, Any], d: str, rms: Sequence[str], values: Sequence[float]) -> np.ndarray | None:
+def _gain_errors(context: StudyContext, d: str, rms: Sequence[str], values: Sequence[float]) -> np.ndarray | None:
     """``[2, n]`` error bars from each RM's CI of the gain over prompts (None when no RM has one)."""
-    cis = (context.get("gain_ci") or context.get("ppo_ci") or {}).get(d, {})
+    cis = (context.gain_ci or context.ppo_ci or {}).get(d, {})
     if not cis:
         return None
     lo_hi = [cis.get(str(rm)) or [None, None] for rm in rms]
-    return np.array([[0.0 if _nan(lo) else max(v - lo, 0.0) for v, (lo, _) in zip(values, lo_hi, strict=True)],
-                     [0.0 if _nan(hi) else max(hi - v, 0.0) for v, (_, hi) in zip(values, lo_hi, strict=True)]])
+    return np.array([[0.0 if is_missing(lo) else max(v - lo, 0.0) for v, (lo, _) in zip(values, lo_hi, strict=True)],
+                     [0.0 if is_missing(hi) else max(hi - v, 0.0) for v, (_, hi) in zip(values, lo_hi, strict=True)]])
 
 
-def fig_scatter(table: pd.DataFrame, corr: pd.DataFrame, out_dir: Path, context: Mapping[str, Any] | None = None) -> list[Path]:
+def fig_scatter(study: StudyTable, corr: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Benchmark score vs downstream gain per (main benchmark, gain column), with the gains' prompt CIs."""
+    table = study.frame
     benches = [b for b in main_benchmark_columns(table.columns) if table[b].notna().any()]
     downs = [d for d in gain_columns(table.columns) if table[d].notna().any()]
     if not benches or not downs:
         return _empty(out_dir, "fig_scatter", "benchmark score vs downstream gain")
-    context = context or {}
     ndcg = (_ndcg_names(corr) or [None])[0]
     styles = rm_styles(table)
     fig, axes = _new(len(benches), len(downs))
@@ -141,7 +141,7 @@ def fig_scatter(table: pd.DataFrame, corr: pd.DataFrame, out_dir: Path, context:
             if pair.empty:
                 _no_data(ax, title)
                 continue
-            err = _gain_errors(context, d, [str(r) for r in pair.index], pair[d].tolist())
+            err = _gain_errors(study.context, d, [str(r) for r in pair.index], pair[d].tolist())
             for n, (rm, r) in enumerate(pair.iterrows()):
                 st = styles[str(rm)]
                 ax.errorbar([r[b]], [r[d]], yerr=None if err is None else err[:, n:n + 1], fmt=st.marker, ms=5,
@@ -174,16 +174,16 @@ def _bars(ax: Any, groups: Sequence[str], series: Sequence[tuple[str, list[Any],
     xs = np.arange(len(groups))
     for s, (name, vals, los, his) in enumerate(series):
         pos = xs - 0.4 + width * (s + 0.5)
-        heights = [0.0 if _nan(v) else float(v) for v in vals]
-        err = np.array([[np.nan if _nan(v) or _nan(lo) else max(float(v) - float(lo), 0.0) for v, lo in zip(vals, los, strict=True)],
-                        [np.nan if _nan(v) or _nan(hi) else max(float(hi) - float(v), 0.0) for v, hi in zip(vals, his, strict=True)]])
+        heights = [0.0 if is_missing(v) else float(v) for v in vals]
+        err = np.array([[np.nan if is_missing(v) or is_missing(lo) else max(float(v) - float(lo), 0.0) for v, lo in zip(vals, los, strict=True)],
+                        [np.nan if is_missing(v) or is_missing(hi) else max(float(hi) - float(v), 0.0) for v, hi in zip(vals, his, strict=True)]])
         ax.bar(pos, heights, width * 0.95, label=name, color=_PALETTE[s % len(_PALETTE)])
         has_ci = ~np.isnan(err).any(axis=0)
         if has_ci.any():  # error bars only where a CI exists (none for subsets without boot_subsets)
             ax.errorbar(pos[has_ci], np.asarray(heights)[has_ci], yerr=err[:, has_ci], fmt="none", ecolor="black",
                         elinewidth=0.8, capsize=2)
         for p, v in zip(pos, vals, strict=True):
-            if _nan(v):
+            if is_missing(v):
                 ax.text(p, 0.02, "n/a", ha="center", va="bottom", fontsize=6, rotation=90, color="0.3")
     ax.axhline(0, color="0.3", lw=0.6)
     ax.set_xticks(xs)
@@ -230,6 +230,7 @@ def _null_bands(ax: Any, table: pd.DataFrame, benches: Sequence[str], d: str, st
 
 
 def fig_ndcg_bars(table: pd.DataFrame, corr: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Spearman and NDCG per main benchmark (NDCG against its random-order band), per gain column."""
     benches = main_benchmark_columns(table.columns)
     downs = gain_columns(table.columns)
     if not benches or not downs or corr is None or corr.empty:
@@ -250,6 +251,7 @@ def fig_ndcg_bars(table: pd.DataFrame, corr: pd.DataFrame, out_dir: Path) -> lis
 
 
 def fig_subset_pearson(table: pd.DataFrame, corr: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Pearson r of RB2 overall and of each RB2 subset, per gain column."""
     subsets = [c for c in table.columns if c.startswith("rb2/") and table[c].notna().any()]
     downs = gain_columns(table.columns)
     if not subsets or not downs or corr is None or corr.empty:
@@ -267,8 +269,10 @@ def fig_subset_pearson(table: pd.DataFrame, corr: pd.DataFrame, out_dir: Path) -
     return _save(fig, out_dir, "fig_subset_pearson")
 
 
-def fig_bon_curves(table: pd.DataFrame, context: Mapping[str, Any], out_dir: Path) -> list[Path]:
-    curves = {s: c for s, c in (context.get("curves") or {}).items() if c}
+def fig_bon_curves(study: StudyTable, out_dir: Path) -> list[Path]:
+    """Gold score of BoN@k per RM, with the oracle and first-k curves, one panel per prompt set."""
+    table = study.frame
+    curves = {s: c for s, c in study.context.curves.items() if c}
     if not curves:
         return _empty(out_dir, "fig_bon_curves", "BoN@k curves")
     labels = table["label"].to_dict() if "label" in table else {}
@@ -282,13 +286,13 @@ def fig_bon_curves(table: pd.DataFrame, context: Mapping[str, Any], out_dir: Pat
         for rm, cur in sorted(per_rm.items(), key=lambda kv: str(labels.get(kv[0], kv[0]))):
             ks = cur["ks"]
             st = styles.get(str(rm)) or RMStyle("0.5", "x", "-", True, "external", "external")
-            ax.plot(ks, [np.nan if _nan(v) else v for v in cur["bon"]], marker=st.marker, ms=3.5, lw=1.2,
+            ax.plot(ks, [np.nan if is_missing(v) else v for v in cur["bon"]], marker=st.marker, ms=3.5, lw=1.2,
                     ls=st.linestyle, color=st.colour, mfc=st.colour if st.filled else "white",
                     label=str(labels.get(rm, rm[:8])))
             for kk, o, f in zip(ks, cur["oracle"], cur["first_k"], strict=True):
-                if not _nan(o):
+                if not is_missing(o):
                     oracle.setdefault(kk, []).append(float(o))
-                if not _nan(f):
+                if not is_missing(f):
                     first.setdefault(kk, []).append(float(f))
         if oracle:
             ks = sorted(oracle)
@@ -308,13 +312,15 @@ def fig_bon_curves(table: pd.DataFrame, context: Mapping[str, Any], out_dir: Pat
     return _save(fig, out_dir, "fig_bon_curves")
 
 
-def fig_ppo_lineage(table: pd.DataFrame, corr: pd.DataFrame, context: Mapping[str, Any], out_dir: Path) -> list[Path]:
+def fig_ppo_lineage(study: StudyTable, corr: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Benchmark score vs PPO gain by lineage match with the policy; judge-reward runs as reference lines."""
+    table, context = study.frame, study.context
     ppo = [d for d in gain_columns(table.columns) if not d.startswith("bon/") and table[d].notna().any()]
     benches = [b for b in main_benchmark_columns(table.columns) if table[b].notna().any()]
-    uppers = context.get("upper_bounds") or []
+    uppers = context.upper_bounds
     if not ppo or not benches:
         return _empty(out_dir, "fig_ppo_lineage", "benchmark score vs PPO gain by lineage match")
-    cis = context.get("ppo_ci") or {}
+    cis = context.ppo_ci
     fig, axes = _new(len(ppo), len(benches))
     styles = {True: ("#2ca02c", "o", "same lineage as policy"), False: ("#d62728", "s", "other lineage"),
               None: ("0.5", "^", "lineage unknown")}
@@ -333,12 +339,12 @@ def fig_ppo_lineage(table: pd.DataFrame, corr: pd.DataFrame, context: Mapping[st
                 if sel.empty:
                     continue
                 lo_hi = [cis.get(d, {}).get(rm, [None, None]) for rm in sel.index]
-                yerr = np.array([[0.0 if _nan(lo) else max(v - lo, 0.0) for v, (lo, _) in zip(sel[d], lo_hi, strict=True)],
-                                 [0.0 if _nan(hi) else max(hi - v, 0.0) for v, (_, hi) in zip(sel[d], lo_hi, strict=True)]])
+                yerr = np.array([[0.0 if is_missing(lo) else max(v - lo, 0.0) for v, (lo, _) in zip(sel[d], lo_hi, strict=True)],
+                                 [0.0 if is_missing(hi) else max(hi - v, 0.0) for v, (_, hi) in zip(sel[d], lo_hi, strict=True)]])
                 ax.errorbar(sel[b], sel[d], yerr=yerr, fmt=marker, color=colour, ms=5, capsize=2, lw=0.8, label=name)
             setting = d.rsplit("/", 1)[0]
             for u in uppers:
-                if u.get("setting") == setting and not _nan(u.get("gain")):
+                if u.get("setting") == setting and not is_missing(u.get("gain")):
                     ax.axhline(u["gain"], color="0.3", ls="--", lw=0.9)
                     ax.text(0.99, u["gain"], f" {u['rm']}", transform=ax.get_yaxis_transform(), ha="right",
                             va="bottom", fontsize=6, color="0.3")
@@ -360,14 +366,14 @@ def fig_ppo_lineage(table: pd.DataFrame, corr: pd.DataFrame, context: Mapping[st
     return _save(fig, out_dir, "fig_ppo_lineage")
 
 
-def all_figures(table: pd.DataFrame, corr: pd.DataFrame, context: Mapping[str, Any], out_dir: Path) -> dict[str, list[Path]]:
+def all_figures(study: StudyTable, corr: pd.DataFrame, out_dir: Path) -> dict[str, list[Path]]:
     """Draw the five figures into ``out_dir``; returns name -> [png, pdf]."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     return {
-        "fig_scatter": fig_scatter(table, corr, out_dir, context),
-        "fig_ndcg_bars": fig_ndcg_bars(table, corr, out_dir),
-        "fig_subset_pearson": fig_subset_pearson(table, corr, out_dir),
-        "fig_bon_curves": fig_bon_curves(table, context, out_dir),
-        "fig_ppo_lineage": fig_ppo_lineage(table, corr, context, out_dir),
+        "fig_scatter": fig_scatter(study, corr, out_dir),
+        "fig_ndcg_bars": fig_ndcg_bars(study.frame, corr, out_dir),
+        "fig_subset_pearson": fig_subset_pearson(study.frame, corr, out_dir),
+        "fig_bon_curves": fig_bon_curves(study, out_dir),
+        "fig_ppo_lineage": fig_ppo_lineage(study, corr, out_dir),
     }

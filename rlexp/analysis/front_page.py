@@ -1,36 +1,31 @@
 """Page one of ``report.md``: the question, the grid in a sentence, the headline table with
 verdicts, the key figure and the findings. No record ids: provenance lives in the appendices.
 
-Reads ``context["headline"]`` (written by :func:`rlexp.analysis.headline.summarise`), so a report
-re-rendered from its files alone has the same page one.
+Reads ``study.context.headline`` (written by :func:`rlexp.analysis.headline.summarise`), so a
+report re-rendered from its files alone has the same page one.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import pandas as pd
-
+from rlexp.analysis.columns import DOWNSTREAM_RE
 from rlexp.analysis.correlation import MAX_EXACT_SPEARMAN, MIN_TESTABLE
 from rlexp.analysis.markdown import markdown_table
-from rlexp.analysis.table import DOWNSTREAM_RE
+from rlexp.analysis.study_table import StudyTable
+from rlexp.analysis.values import is_missing
 
 TITLE = "# Do benchmark scores predict downstream gains?"
 KEY_FIGURE = "fig_scatter"
 
 
-def _none(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
-
-
 def _f(v: Any, digits: int = 2) -> str:
-    return "n/a" if _none(v) else f"{float(v):.{digits}f}"
+    return "n/a" if is_missing(v) else f"{float(v):.{digits}f}"
 
 
 def _p(v: Any) -> str:
-    return "n/a" if _none(v) else f"{float(v):.2g}"
+    return "n/a" if is_missing(v) else f"{float(v):.2g}"
 
 
 def _and(items: Sequence[str]) -> str:
@@ -38,11 +33,12 @@ def _and(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else "none"
 
 
-def grid_sentence(table: pd.DataFrame, context: Mapping[str, Any]) -> str:
+def grid_sentence(study: StudyTable) -> str:
     """The study in one sentence: how many RMs from which factors, which benchmarks, which downstream."""
+    table, context = study.frame, study.context
     n = len(table)
     external = int(table["external"].astype(bool).sum()) if "external" in table else 0
-    varying = context.get("varying_factors") or {}
+    varying = context.varying_factors
     plural = {"lineage": "lineages", "mix": "data mixes", "epochs": "epoch counts", "lr": "learning rates", "seed": "seeds"}
     factors = " × ".join(f"{len(v)} {plural.get(f, f) if len(v) != 1 else f} ({', '.join(map(str, v))})"
                          for f, v in varying.items() if f not in ("model", "checkpoint"))
@@ -51,11 +47,11 @@ def grid_sentence(table: pd.DataFrame, context: Mapping[str, Any]) -> str:
     benches = []
     if "rb2/overall" in table:
         benches.append("RewardBench 2")
-    modes = context.get("profile_modes") or []
+    modes = context.profile_modes
     if modes:
         benches.append(f"Personalized RewardBench (profile modes {', '.join(modes)})")
     settings: dict[str, list[str]] = {}
-    for col in (context.get("columns") or {}).get("gain", []):
+    for col in context.columns.gain:
         m = DOWNSTREAM_RE.match(col)
         if m:
             settings.setdefault("Best-of-N" if m["task"] == "bon" else m["task"].upper(), []).append(m["setting"])
@@ -74,17 +70,18 @@ def _scope_cell(row: Mapping[str, Any], scope: str) -> str:
 
 
 def headline_table(headline: Mapping[str, Any]) -> list[str]:
+    """Page one's table: one row per headline pair (``headline``: :func:`~rlexp.analysis.headline.summarise`)."""
     alpha = float(headline.get("alpha", 0.05))
     level = f"{100 * (1 - alpha):g}%"
     has_seeds = any(r.get("seed_rho_range") for r in headline["rows"])
     rows = []
     for r in headline["rows"]:
         ci, pci = r["ci"], r["prompt_ci"]
-        rho = f"{_f(r['spearman'])} [{_f(ci[0])}, {_f(ci[1])}]" if not _none(ci[0]) else _f(r["spearman"])
-        if not _none(pci[0]):
+        rho = f"{_f(r['spearman'])} [{_f(ci[0])}, {_f(ci[1])}]" if not is_missing(ci[0]) else _f(r["spearman"])
+        if not is_missing(pci[0]):
             rho += f"; prompts [{_f(pci[0])}, {_f(pci[1])}]"
         p = f"not testable (n = {r['n']})" if r["n"] < MIN_TESTABLE else _p(r["pvalue"])
-        nd = "n/a" if _none(r["ndcg"]) else f"{_f(r['ndcg'])} (chance {_f(r['ndcg_null_mean'])}, p = {_p(r['ndcg_null_p'])})"
+        nd = "n/a" if is_missing(r["ndcg"]) else f"{_f(r['ndcg'])} (chance {_f(r['ndcg_null_mean'])}, p = {_p(r['ndcg_null_p'])})"
         cells = [f"`{r['benchmark']}`", f"`{r['downstream']}`", r["n"], rho, p, nd, _f(r["ndcg_normalised"]),
                  _scope_cell(r, "without controls")]
         if has_seeds:
@@ -96,16 +93,16 @@ def headline_table(headline: Mapping[str, Any]) -> list[str]:
     return [markdown_table(header, rows)] if rows else ["No headline pair: the study has no main benchmark or no gain column."]
 
 
-def page_one(table: pd.DataFrame, context: Mapping[str, Any]) -> list[str]:
+def page_one(study: StudyTable) -> list[str]:
     """The report's first page, as Markdown lines."""
-    headline = context.get("headline") or {}
+    headline = study.context.headline or {}
     spec = headline.get("spec") or {}
     alpha = float(headline.get("alpha", 0.05))
     lines = [
         TITLE, "",
         "**Question.** Across this study's reward models, does a reward model's benchmark score rank the models "
         "the way their downstream gains do (Best-of-N and PPO with the RM as reward, gold-judged)?", "",
-        f"**Grid.** {grid_sentence(table, context)}", "",
+        f"**Grid.** {grid_sentence(study)}", "",
     ]
     if spec:
         mode = spec.get("prb_mode")

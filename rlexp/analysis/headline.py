@@ -22,8 +22,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rlexp.analysis.columns import gain_columns, main_benchmark_columns
 from rlexp.analysis.correlation import MIN_ITEMS, MIN_TESTABLE, spearman
-from rlexp.analysis.table import gain_columns, main_benchmark_columns, without_attrs
+from rlexp.analysis.study_table import Interval, StudyTable
+from rlexp.analysis.values import is_missing, none_if_missing
 
 #: Factors that identify one training configuration apart from its seed.
 CONFIG_FACTORS: tuple[str, ...] = ("lineage", "model", "mix", "epochs", "lr", "train_profile")
@@ -41,18 +43,19 @@ class HeadlineSpec:
     secondary: list[str] = field(default_factory=list)  # main benchmark columns not on page one
 
 
-def headline_spec(table: pd.DataFrame, context: Mapping[str, Any], *, prb_mode: str | None,
+def headline_spec(table: pd.DataFrame, downstream_modes: Sequence[str], *, prb_mode: str | None,
                   controls: Sequence[str]) -> HeadlineSpec:
     """The headline benchmark columns: ``rb2/overall`` and ``prb/<mode>/accuracy``.
 
     ``prb_mode`` from the config wins; otherwise the profile mode the downstream (BoN/PPO) records
-    scored with, when they agree on one. The PRB columns of other modes are secondary.
+    scored with (``downstream_modes``, :attr:`StudyContext.downstream_profile_modes`), when they
+    agree on one. The PRB columns of other modes are secondary.
     """
     main = main_benchmark_columns(table.columns)
     prb_cols = [c for c in main if c.startswith("prb/")]
     source = "config"
     if prb_mode is None:
-        modes = list(context.get("downstream_profile_modes") or [])
+        modes = list(downstream_modes)
         prb_mode, source = (modes[0], "downstream records") if len(modes) == 1 else (None, "no single downstream mode")
     chosen = f"prb/{prb_mode}/accuracy" if prb_mode is not None else None
     if chosen not in prb_cols:
@@ -102,7 +105,6 @@ def _trained(table: pd.DataFrame) -> pd.DataFrame:
 def subgroup_correlations(table: pd.DataFrame, spec: HeadlineSpec, alpha: float = 0.05) -> list[dict[str, Any]]:
     """Spearman of every headline pair in every scope: ``all``, ``without controls``, ``mix=<m>`` per
     data mix of the trained RMs, and ``seed=<s>`` per seed when several seeds were trained."""
-    table = without_attrs(table)
     trained = _trained(table)
     mixes = sorted({str(m) for m in trained.get("mix", pd.Series(dtype=object)).dropna()})
     seeds = sorted({str(s) for s in trained.get("seed", pd.Series(dtype=object)).dropna()})
@@ -129,7 +131,7 @@ def seed_spread(table: pd.DataFrame, columns: Sequence[str]) -> dict[str, dict[s
     sample variance, and the reported ``sd`` pools them (root of the mean variance). ``sd`` is None
     when no configuration has two seeds (then the CIs cover prompt/RM resampling only).
     """
-    trained = without_attrs(_trained(table))
+    trained = _trained(table)
     factors = [f for f in CONFIG_FACTORS if f in trained]
     out: dict[str, dict[str, Any]] = {}
     for col in columns:
@@ -152,10 +154,6 @@ def _corr_row(corr: pd.DataFrame, b: str, d: str, stat: str) -> Mapping[str, Any
     return None if hit.empty else hit.iloc[0].to_dict()
 
 
-def _none(v: Any) -> Any:
-    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
-
-
 def headline_rows(corr: pd.DataFrame, spec: HeadlineSpec, subgroups: Sequence[Mapping[str, Any]],
                   spread: Mapping[str, Mapping[str, Any]], *, ndcg_name: str | None, alpha: float) -> list[dict[str, Any]]:
     """One row per headline (benchmark, downstream) pair, JSON-serialisable (see :func:`summarise`)."""
@@ -165,15 +163,15 @@ def headline_rows(corr: pd.DataFrame, spec: HeadlineSpec, subgroups: Sequence[Ma
             rho = _corr_row(corr, b, d, "spearman") or {}
             nd = (_corr_row(corr, b, d, ndcg_name) if ndcg_name else None) or {}
             n = int(rho.get("n") or 0)
-            value, p = _none(rho.get("value")), _none(rho.get("pvalue"))
+            value, p = none_if_missing(rho.get("value")), none_if_missing(rho.get("pvalue"))
             scopes = [s for s in subgroups if s["benchmark"] == b and s["downstream"] == d and s["scope"] != "all"]
             seed_rhos = [s["spearman"] for s in scopes if s["scope"].startswith("seed=") and s["spearman"] is not None]
             rows.append({
                 "benchmark": b, "downstream": d, "n": n, "spearman": value, "pvalue": p,
-                "ci": [_none(rho.get("ci_low")), _none(rho.get("ci_high"))],
-                "prompt_ci": [_none(rho.get("prompt_ci_low")), _none(rho.get("prompt_ci_high"))],
-                "ndcg": _none(nd.get("value")), "ndcg_null_mean": _none(nd.get("null_mean")),
-                "ndcg_null_p": _none(nd.get("null_p")), "ndcg_normalised": _none(nd.get("normalised")),
+                "ci": [none_if_missing(rho.get("ci_low")), none_if_missing(rho.get("ci_high"))],
+                "prompt_ci": [none_if_missing(rho.get("prompt_ci_low")), none_if_missing(rho.get("prompt_ci_high"))],
+                "ndcg": none_if_missing(nd.get("value")), "ndcg_null_mean": none_if_missing(nd.get("null_mean")),
+                "ndcg_null_p": none_if_missing(nd.get("null_p")), "ndcg_normalised": none_if_missing(nd.get("normalised")),
                 "verdict": verdict(n, value, p, alpha),
                 "scopes": scopes,
                 "seed_rho_range": [min(seed_rhos), max(seed_rhos)] if len(seed_rhos) > 1 else None,
@@ -183,16 +181,20 @@ def headline_rows(corr: pd.DataFrame, spec: HeadlineSpec, subgroups: Sequence[Ma
 
 
 def _fmt(v: Any, digits: int = 2) -> str:
-    return "n/a" if _none(v) is None else f"{float(v):.{digits}f}"
+    return "n/a" if is_missing(v) else f"{float(v):.{digits}f}"
 
 
 def _p(v: Any) -> str:
-    return "n/a" if _none(v) is None else f"{float(v):.2g}"
+    return "n/a" if is_missing(v) else f"{float(v):.2g}"
 
 
-def findings(rows: Sequence[Mapping[str, Any]], spec: HeadlineSpec, context: Mapping[str, Any],
+def findings(rows: Sequence[Mapping[str, Any]], spec: HeadlineSpec, gain_ci: Mapping[str, Mapping[str, Interval]],
              spread: Mapping[str, Mapping[str, Any]], alpha: float) -> list[str]:
-    """Three to five sentences the headline numbers support, each with its evidence."""
+    """Three to five sentences the headline numbers support, each with its evidence.
+
+    ``gain_ci``: per gain column, each RM's CI over prompts (:attr:`StudyContext.gain_ci`), read
+    against the seed-to-seed spread.
+    """
     out: list[str] = []
     testable = [r for r in rows if not r["verdict"].startswith("not testable") and r["spearman"] is not None]
     if testable:
@@ -224,7 +226,7 @@ def findings(rows: Sequence[Mapping[str, Any]], spec: HeadlineSpec, context: Map
             f"`{r['downstream']}` NDCG {_fmt(r['ndcg'])} (normalised {_fmt(r['ndcg_normalised'])}, null p = {_p(r['ndcg_null_p'])}).")
     sds = {c: v for c, v in spread.items() if v.get("sd") is not None and c in spec.downstream}
     if sds:
-        half = _prompt_ci_half_widths(context)
+        half = _prompt_ci_half_widths(gain_ci)
         out.append("Seed-to-seed SD of the downstream gains, next to the mean half-width of one RM's prompt CI: "
                    + "; ".join(f"`{c}` {_fmt(v['sd'], 3)} vs {_fmt(half.get(c), 3)} ({v['configs']} configurations × "
                                f"{v['seeds']} seeds)" for c, v in sds.items())
@@ -235,24 +237,25 @@ def findings(rows: Sequence[Mapping[str, Any]], spec: HeadlineSpec, context: Map
     return out[:5]
 
 
-def _prompt_ci_half_widths(context: Mapping[str, Any]) -> dict[str, float]:
+def _prompt_ci_half_widths(gain_ci: Mapping[str, Mapping[str, Interval]]) -> dict[str, float]:
     """Per gain column: the mean half-width of the RMs' CIs over prompts (the record's own gain CI)."""
     out = {}
-    for col, per_rm in (context.get("gain_ci") or {}).items():
+    for col, per_rm in gain_ci.items():
         widths = [(hi - lo) / 2 for lo, hi in per_rm.values() if lo is not None and hi is not None]
         if widths:
             out[col] = float(np.mean(widths))
     return out
 
 
-def summarise(table: pd.DataFrame, corr: pd.DataFrame, context: Mapping[str, Any], *, prb_mode: str | None,
+def summarise(study: StudyTable, corr: pd.DataFrame, *, prb_mode: str | None,
               controls: Sequence[str], alpha: float) -> dict[str, Any]:
-    """Everything page one shows, JSON-serialisable (stored as ``context["headline"]``)."""
-    spec = headline_spec(table, context, prb_mode=prb_mode, controls=controls)
+    """Everything page one shows, JSON-serialisable (stored as :attr:`StudyContext.headline`)."""
+    table = study.frame
+    spec = headline_spec(table, study.context.downstream_profile_modes, prb_mode=prb_mode, controls=controls)
     ndcg_names = [s for s in dict.fromkeys(corr["statistic"].tolist()) if str(s).startswith("ndcg")] if len(corr) else []
     ndcg_name = ndcg_names[0] if ndcg_names else None
     subgroups = subgroup_correlations(table, spec, alpha)
     spread = seed_spread(table, [*spec.benchmarks, *spec.downstream])
     rows = headline_rows(corr, spec, subgroups, spread, ndcg_name=ndcg_name, alpha=alpha)
     return {"spec": asdict(spec), "ndcg": ndcg_name, "alpha": alpha, "rows": rows, "subgroups": subgroups,
-            "seed_spread": spread, "findings": findings(rows, spec, context, spread, alpha)}
+            "seed_spread": spread, "findings": findings(rows, spec, study.context.gain_ci, spread, alpha)}

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from rlexp.analysis.values import is_missing
 
 
 def _md_escape(text: Any) -> str:
@@ -16,11 +17,6 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str
     lines = ["| " + " | ".join(_md_escape(h) for h in headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
-
-
-def is_missing(v: Any) -> bool:
-    """None or NaN: a cell with no value."""
-    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 def fmt_num(v: Any, digits: int = 3) -> str:

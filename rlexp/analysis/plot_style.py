@@ -33,6 +33,8 @@ def _key(v: Any) -> str:
 
 @dataclass(frozen=True)
 class RMStyle:
+    """How one RM is drawn: colour (data mix), marker (lineage), line style and fill (other factors)."""
+
     colour: str
     marker: str
     linestyle: Any

@@ -16,8 +16,8 @@ seconds.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -34,11 +34,9 @@ from rlexp.analysis.appendices import (
 from rlexp.analysis.correlation import MIN_TESTABLE
 from rlexp.analysis.figures import all_figures
 from rlexp.analysis.front_page import page_one
-from rlexp.analysis.markdown import is_missing as _nan
 from rlexp.analysis.markdown import markdown_table
-from rlexp.analysis.table import (
-    without_attrs,
-)
+from rlexp.analysis.study_table import StudyContext, StudyTable
+from rlexp.analysis.values import is_missing as _nan
 
 STAT_LABELS = {"spearman": "Spearman ρ", "kendall": "Kendall τ-b", "pearson": "Pearson r"}
 STAT_LATEX = {"spearman": r"Spearman $\rho$", "kendall": r"Kendall $\tau_b$", "pearson": r"Pearson $r$"}
@@ -55,6 +53,7 @@ _LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
 
 
 def latex_escape(text: Any) -> str:
+    """``text`` with LaTeX's special characters (and ρ, τ) escaped for a tabular cell."""
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
 
 
@@ -133,6 +132,7 @@ def _notes(corr: pd.DataFrame) -> list[str]:
 
 def correlations_markdown(corr: pd.DataFrame, settings: Mapping[str, Any], *, heading: str = "#",
                           title: str = "Correlations: benchmark score vs downstream gain") -> str:
+    """The correlation tables as Markdown: main benchmark rows, subset/domain rows, then the notes."""
     stats = _stat_order(corr)
     headers = ["benchmark", "downstream", "n", *[STAT_LABELS.get(s, s) for s in stats]]
     parts = [
@@ -170,6 +170,7 @@ def _legend(settings: Mapping[str, Any]) -> str:
 
 
 def correlations_latex(corr: pd.DataFrame, settings: Mapping[str, Any]) -> str:
+    """The correlation tables as booktabs LaTeX (values and RM-bootstrap CIs; no p-values)."""
     stats = _stat_order(corr)
     headers = ["benchmark", "downstream", "$n$", *[STAT_LATEX.get(s, latex_escape(s)) for s in stats]]  # LaTeX already
     level = 100 * (1 - float(settings.get("alpha", 0.05)))
@@ -195,22 +196,20 @@ def correlations_latex(corr: pd.DataFrame, settings: Mapping[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------------
 
 
-def report_markdown(table: pd.DataFrame, corr: pd.DataFrame, context: Mapping[str, Any],
-                    settings: Mapping[str, Any]) -> str:
+def report_markdown(study: StudyTable, corr: pd.DataFrame, settings: Mapping[str, Any]) -> str:
     """The whole report: page one (answer first), then appendices A-F (details and provenance)."""
-    lines = page_one(table, context)
+    lines = page_one(study)
     lines += ["---", "", "# Appendices", "",
               "A. Correlations of every benchmark column · B. Headline pairs without controls, within each data "
               "mix and per seed · C. Reward models · D. Downstream detail · E. Figures · F. Provenance", ""]
     body = correlations_markdown(corr, settings, heading="##", title="A. Correlations: every benchmark column")
     lines += [body, "Machine-readable: [correlations.csv](correlations.csv); LaTeX: [correlations.tex](correlations.tex).", ""]
-    lines += subgroup_section(context)
-    lines += reward_models_section(table, context)
-    lines += downstream_section(table, context)
+    lines += subgroup_section(study.context)
+    lines += reward_models_section(study)
+    lines += downstream_section(study)
     lines += figures_section()
-    lines += provenance_section(table, context, settings)
+    lines += provenance_section(study, settings)
     return "\n".join(lines)
-
 
 
 # ------------------------------------------------------------------------------------------------
@@ -218,45 +217,35 @@ def report_markdown(table: pd.DataFrame, corr: pd.DataFrame, context: Mapping[st
 # ------------------------------------------------------------------------------------------------
 
 
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
-        return _jsonable(obj.item())
-    return obj
+def write_tables(out_dir: Path, study: StudyTable, corr: pd.DataFrame, settings: Mapping[str, Any]) -> dict[str, Path]:
+    """table.csv, correlations.csv and context.json (everything :func:`render` needs).
 
-
-def write_tables(out_dir: Path, table: pd.DataFrame, corr: pd.DataFrame, settings: Mapping[str, Any]) -> dict[str, Path]:
-    """table.csv, correlations.csv and context.json (everything :func:`render` needs)."""
+    ``context.json`` is the study's context with ``settings`` in it (the study itself is left as it is).
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {"table": out_dir / "table.csv", "correlations": out_dir / "correlations.csv",
              "context": out_dir / "context.json"}
-    table.to_csv(paths["table"], index=True)
+    study.frame.to_csv(paths["table"], index=True)
     corr.to_csv(paths["correlations"], index=False)
-    context = {**table.attrs.get("context", {}), "settings": dict(settings)}
-    paths["context"].write_text(json.dumps(_jsonable(context), indent=2, sort_keys=True, default=str))
+    context = replace(study.context, settings=dict(settings))
+    paths["context"].write_text(json.dumps(context.to_json(), indent=2, sort_keys=True, default=str))
     return paths
 
 
-def render_documents(out_dir: Path, table: pd.DataFrame, corr: pd.DataFrame, context: Mapping[str, Any]) -> dict[str, Path]:
-    """correlations.md/.tex, the five figures (PNG + PDF) and report.md."""
+def render_documents(out_dir: Path, study: StudyTable, corr: pd.DataFrame) -> dict[str, Path]:
+    """correlations.md/.tex, the five figures (PNG + PDF) and report.md (settings from ``study.context``)."""
     out_dir = Path(out_dir)
-    table = without_attrs(table)
-    settings = dict(context.get("settings") or {})
+    settings = dict(study.context.settings or {})
     settings.setdefault("ndcg_names", [s for s in _stat_order(corr) if str(s).startswith("ndcg")])
     paths = {"correlations_md": out_dir / "correlations.md", "correlations_tex": out_dir / "correlations.tex",
              "report": out_dir / "report.md"}
     paths["correlations_md"].write_text(correlations_markdown(corr, settings))
     paths["correlations_tex"].write_text(correlations_latex(corr, settings))
-    for name, files in all_figures(table, corr, context, out_dir).items():
+    for name, files in all_figures(study, corr, out_dir).items():
         for f in files:
             paths[f"{name}.{f.suffix[1:]}"] = f
-    paths["report"].write_text(report_markdown(table, corr, context, settings))
+    paths["report"].write_text(report_markdown(study, corr, settings))
     return paths
 
 
@@ -270,31 +259,34 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def write_outputs(out_dir: Path, table: pd.DataFrame, corr: pd.DataFrame, settings: Mapping[str, Any]) -> dict[str, Path]:
-    """Every output of a correlation study into ``out_dir``; returns name -> path."""
+def write_outputs(out_dir: Path, study: StudyTable, corr: pd.DataFrame, settings: Mapping[str, Any]) -> dict[str, Path]:
+    """Every output of a correlation study into ``out_dir``; returns name -> path.
+
+    Records the library versions in ``study.context`` (unless already there) before writing.
+    """
     settings = {**settings, "ndcg_names": [s for s in _stat_order(corr) if str(s).startswith("ndcg")]}
-    table.attrs.setdefault("context", {}).setdefault("versions", _versions())
-    paths = write_tables(out_dir, table, corr, settings)
-    context = {**table.attrs.get("context", {}), "settings": settings}
-    paths.update(render_documents(out_dir, table, corr, context))
+    if study.context.versions is None:
+        study.context.versions = _versions()
+    paths = write_tables(out_dir, study, corr, settings)
+    rendered = StudyTable(frame=study.frame, context=replace(study.context, settings=settings))
+    paths.update(render_documents(out_dir, rendered, corr))
     return paths
 
 
-def load(out_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """table, correlations and context of a written study (the inverse of :func:`write_tables`)."""
+def load(out_dir: Path) -> tuple[StudyTable, pd.DataFrame]:
+    """The study table and correlations of a written study (the inverse of :func:`write_tables`)."""
     out_dir = Path(out_dir)
     table = pd.read_csv(out_dir / "table.csv", index_col=0)
     corr = pd.read_csv(out_dir / "correlations.csv")
     corr = corr.astype(object).where(corr.notna(), None)
-    context = json.loads((out_dir / "context.json").read_text())
-    table.attrs["context"] = context
-    return table, corr, context
+    context = StudyContext.from_json(json.loads((out_dir / "context.json").read_text()))
+    return StudyTable(frame=table, context=context), corr
 
 
 def render(out_dir: Path) -> dict[str, Path]:
     """Redraw the Markdown/LaTeX tables, figures and report of a written study from its files alone."""
-    table, corr, context = load(out_dir)
-    return render_documents(out_dir, table, corr, context)
+    study, corr = load(out_dir)
+    return render_documents(out_dir, study, corr)
 
 
 __all__ = [

@@ -14,6 +14,13 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from rlexp.analysis.correlation_table import bon_gain_differences, correlation_table, summary
+from rlexp.analysis.headline import summarise
+from rlexp.analysis.ndcg import ndcg_variants
+from rlexp.analysis.records import collect
+from rlexp.analysis.report import write_outputs
+from rlexp.analysis.study_table import StudyTable
+from rlexp.analysis.table import build_table
 from rlexp.errors import ConfigError
 from rlexp.runtime import RunContext, execute, hydra_entry
 from rlexp.store import Record, Store
@@ -43,8 +50,6 @@ def _selection(cfg: DictConfig) -> dict[str, Any]:
 
 
 def _settings(cfg: DictConfig) -> dict[str, Any]:
-    from rlexp.analysis.table import ndcg_variants
-
     if isinstance(cfg.n_boot, bool) or int(cfg.n_boot) < 0:
         raise ConfigError(f"n_boot must be a non-negative integer, got {cfg.n_boot!r}")
     if not 0.0 < float(cfg.alpha) < 1.0:
@@ -63,23 +68,20 @@ def _settings(cfg: DictConfig) -> dict[str, Any]:
             "controls": _list(cfg.headline.controls) or []}
 
 
-def _correlate(ctx: RunContext, table: Any, settings: dict[str, Any]) -> dict[str, Any]:
-    from rlexp.analysis.headline import summarise
-    from rlexp.analysis.report import write_outputs
-    from rlexp.analysis.table import bon_gain_differences, correlation_table, summary
-
-    corr = correlation_table(table, n_boot=settings["n_boot"], alpha=settings["alpha"], seed=settings["seed"],
+def _correlate(ctx: RunContext, study: StudyTable, settings: dict[str, Any]) -> dict[str, Any]:
+    corr = correlation_table(study, n_boot=settings["n_boot"], alpha=settings["alpha"], seed=settings["seed"],
                              ndcg=settings["ndcg"], boot_subsets=settings["boot_subsets"])
-    differences = bon_gain_differences(table, n_boot=settings["n_boot"], alpha=settings["alpha"], seed=settings["seed"])
-    context = table.attrs.setdefault("context", {})
-    context["bon_differences"] = differences
-    context["headline"] = headline = summarise(table, corr, context, prb_mode=settings["headline_prb_mode"],
-                                               controls=settings["controls"], alpha=settings["alpha"])
-    paths = write_outputs(ctx.work_dir, table, corr, {k: v for k, v in settings.items() if k != "ndcg"})
+    differences = bon_gain_differences(study, n_boot=settings["n_boot"], alpha=settings["alpha"], seed=settings["seed"])
+    context = study.context
+    context.bon_differences = differences
+    context.headline = headline = summarise(study, corr, prb_mode=settings["headline_prb_mode"],
+                                            controls=settings["controls"], alpha=settings["alpha"])
+    paths = write_outputs(ctx.work_dir, study, corr, {k: v for k, v in settings.items() if k != "ndcg"})
     for name, path in paths.items():
         ctx.add_artifact(name, path)
     rows = corr.astype(object).where(corr.notna(), None).values.tolist()
     ctx.tracker.table("correlations", [str(c) for c in corr.columns], rows)
+    table = study.frame
     ctx.tracker.table("rm_table", ["rm_id", *[str(c) for c in table.columns]],
                       [[str(i), *[None if v != v else v for v in r]] for i, r in zip(table.index, table.values.tolist(), strict=True)])
     figures = [p for n, p in paths.items() if n.startswith("fig_")]
@@ -87,26 +89,23 @@ def _correlate(ctx: RunContext, table: Any, settings: dict[str, Any]) -> dict[st
         ctx.tracker.artifact(f"correlate-{ctx.rid}-{path.name}", "figure", path, reference=False)
     ctx.tracker.artifact(f"correlate-{ctx.rid}-report", "report", paths["report"], reference=False)
     ctx.tracker.images({p.stem: p for p in figures if p.suffix == ".png"})
-    context = table.attrs.get("context", {})
-    ctx.info.update({"selection": context.get("selection"), "duplicates": context.get("duplicates", []),
-                     "missing": context.get("missing", []), "warnings": context.get("warnings", [])})
+    ctx.info.update({"selection": context.selection, "duplicates": context.duplicates,
+                     "missing": context.missing, "warnings": context.warnings})
     prb_column = next((b for b in headline["spec"]["benchmarks"] if b.startswith("prb/")), None)
-    return {**summary(table, corr, prb_column), "bon_differences": differences,
+    return {**summary(study, corr, prb_column), "bon_differences": differences,
             "headline": [{k: r[k] for k in ("benchmark", "downstream", "n", "spearman", "pvalue", "ndcg",
                                             "ndcg_normalised", "ndcg_null_p", "verdict")} for r in headline["rows"]]}
 
 
 def run(cfg: DictConfig) -> Record:
     """Correlate (or find the correlation of) the study's benchmark scores and downstream gains."""
-    from rlexp.analysis.table import build_table, collect
-
     settings = _settings(cfg)
     store = Store(cfg.paths.store)
     collection = collect(store, **_selection(cfg))
-    table = build_table(collection, k=settings["k"], profile_modes=settings["profile_modes"])
+    study = build_table(collection, k=settings["k"], profile_modes=settings["profile_modes"])
     used = {r.id: r for r in [*collection.records, *collection.rm_records.values()]}  # + train_rm records read for factors
     inputs = {f"{r.task}/{r.id}": r.id for r in sorted(used.values(), key=lambda r: (r.task, r.id))}
-    return execute("correlate", cfg, lambda ctx: _correlate(ctx, table, settings), inputs)
+    return execute("correlate", cfg, lambda ctx: _correlate(ctx, study, settings), inputs)
 
 
 main = hydra_entry("correlate", run)

@@ -17,10 +17,11 @@ from scipy import stats
 
 import rlexp.config
 from rlexp.analysis import report
-from rlexp.analysis.correlation import ndcg
 from rlexp.analysis.figures import FIGURES
 from rlexp.analysis.markdown import fmt_num
-from rlexp.analysis.table import build_table, collect
+from rlexp.analysis.ndcg import ndcg
+from rlexp.analysis.records import collect
+from rlexp.analysis.table import build_table
 from rlexp.errors import ConfigError, DataError
 from rlexp.store import Store
 from rlexp.tasks.correlate import run
@@ -178,7 +179,8 @@ def test_report_says_whether_bon_gains_differ_beyond_prompt_noise() -> None:
     store = _store(cfg)
     build(store)
     record = run(cfg)
-    table = build_table(collect(store, experiment=EXP))
+    study = build_table(collect(store, experiment=EXP))
+    table = study.frame
     col = "bon/personalized/gain@16"
     d = record.metrics["bon_differences"][col]
     gains = pd.to_numeric(table[col], errors="coerce").dropna()
@@ -194,7 +196,7 @@ def test_report_says_whether_bon_gains_differ_beyond_prompt_noise() -> None:
     assert f"{fmt_num(d['difference'])} [{fmt_num(ci[0])}, {fmt_num(ci[1])}]" in section
     assert f"{d['pairs_separated']} of {d['pairs']}" in section
     # The Friedman test over the same per-prompt gains, as scipy computes it.
-    paths = table.attrs["context"]["per_prompt"][col]
+    paths = study.context.per_prompt[col]
     matrix = []
     for rm in gains.index:
         rows = pd.read_parquet(paths[str(rm)]).sort_values("prompt_id")
@@ -279,7 +281,7 @@ def test_records_selection_k_and_profile_modes() -> None:
     study = build(store)
     ids = [rid for task in ("evaluate", "bon") for rid in study.records[task]]
     collection = collect(store, record_ids=ids)
-    table = build_table(collection, k=4, profile_modes=["raw"])
+    table = build_table(collection, k=4, profile_modes=["raw"]).frame
     assert "bon/personalized/gain@4" in table and "bon/personalized/gain@16" not in table
     assert "prb/raw/accuracy" in table and "prb/none/accuracy" not in table
     assert not any(c.startswith("ppo/") for c in table.columns)
@@ -318,14 +320,15 @@ def test_two_policies_split_the_downstream_setting() -> None:
         assert rec.config["prompts"]["name"] == "personalized"
         store.put(replace(rec, id=rec.id[::-1], info={**rec.info, "policy_lineage": "tiny_qwen"},
                           inputs={**rec.inputs, "pool": "pool-qwen"}))
-    table = build_table(collect(store, experiment=EXP), k=None, profile_modes=None)
+    study = build_table(collect(store, experiment=EXP), k=None, profile_modes=None)
+    table = study.frame
     assert "bon/personalized[tiny_llama]/gain@16" in table and "bon/personalized[tiny_qwen]/gain@16" in table
     assert "bon/personalized/gain@16" not in table
     assert table["bon/personalized[tiny_qwen]/gain@16"].notna().sum() == 3
     assert table["bon/personalized[tiny_llama]/gain@16"].notna().sum() == 6
     assert "bon/general/gain@16" in table  # one policy there: no suffix
-    context = table.attrs["context"]
-    assert not [d for d in context["duplicates"] if d["column"].startswith("bon/")] and not context["warnings"]
+    context = study.context
+    assert not [d for d in context.duplicates if d["column"].startswith("bon/")] and not context.warnings
 
 
 def test_figures_are_logged_to_wandb_as_images() -> None:

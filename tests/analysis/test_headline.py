@@ -10,9 +10,10 @@ import pytest
 from scipy import stats
 
 from rlexp.analysis.correlation import spearman_exact_p
+from rlexp.analysis.correlation_table import correlation_table
 from rlexp.analysis.front_page import page_one
 from rlexp.analysis.headline import headline_spec, seed_spread, subgroup_correlations, summarise, verdict
-from rlexp.analysis.table import correlation_table
+from rlexp.analysis.study_table import ColumnRoles, StudyContext, StudyTable
 
 BENCH, DOWN = "rb2/overall", "bon/personalized/gain@16"
 
@@ -45,16 +46,16 @@ def _table(seeds: tuple[int, ...] = (0,)) -> pd.DataFrame:
 
 def test_declared_prb_column_not_the_best_one() -> None:
     table = _table()
-    spec = headline_spec(table, {"downstream_profile_modes": ["planner"]}, prb_mode=None, controls=["flipped"])
+    spec = headline_spec(table, ["planner"], prb_mode=None, controls=["flipped"])
     assert spec.benchmarks == ["rb2/overall", "prb/planner/accuracy"] and spec.prb_mode_source == "downstream records"
     assert spec.secondary == ["prb/none/accuracy"]
-    declared = headline_spec(table, {"downstream_profile_modes": ["planner"]}, prb_mode="none", controls=[])
+    declared = headline_spec(table, ["planner"], prb_mode="none", controls=[])
     assert declared.benchmarks == ["rb2/overall", "prb/none/accuracy"] and declared.prb_mode_source == "config"
 
 
 def test_controls_and_strata_on_a_fabricated_table() -> None:
     table = _table()
-    spec = headline_spec(table, {"downstream_profile_modes": ["planner"]}, prb_mode=None, controls=["flipped"])
+    spec = headline_spec(table, ["planner"], prb_mode=None, controls=["flipped"])
     rows = {(r["benchmark"], r["downstream"], r["scope"]): r for r in subgroup_correlations(table, spec)}
     everyone = rows[(BENCH, DOWN, "all")]
     assert everyone["n"] == 9
@@ -81,7 +82,7 @@ def test_seed_spread_pools_the_within_configuration_variance() -> None:
     expected = math.sqrt(np.mean([g.var(ddof=1) for _, g in groups if len(g) >= 2]))
     assert spread["sd"] == pytest.approx(expected) and spread["seeds"] == 2 and spread["sd"] > 0
     assert seed_spread(_table(), [DOWN])[DOWN] == {"sd": None, "configs": 0, "seeds": 1}  # one seed: no spread
-    spec = headline_spec(table, {}, prb_mode="planner", controls=["flipped"])
+    spec = headline_spec(table, [], prb_mode="planner", controls=["flipped"])
     scopes = {r["scope"] for r in subgroup_correlations(table, spec)}
     assert {"seed=0", "seed=1"} <= scopes
 
@@ -95,16 +96,18 @@ def test_verdict_rule() -> None:
 
 def test_page_one_leads_with_the_answer() -> None:
     table = _table()
-    corr = correlation_table(table, n_boot=50, ndcg=[("rank", "linear", None)])
-    context = {"downstream_profile_modes": ["planner"], "profile_modes": ["none", "planner"],
-               "varying_factors": {"lineage": ["tiny_llama", "tiny_qwen"], "mix": ["flipped", "general", "personal"]},
-               "columns": {"gain": [DOWN]}}
-    context["headline"] = summarise(table, corr, context, prb_mode=None, controls=["flipped"], alpha=0.05)
-    rows = {(r["benchmark"], r["downstream"]): r for r in context["headline"]["rows"]}
+    context = StudyContext(
+        downstream_profile_modes=["planner"], profile_modes=["none", "planner"],
+        varying_factors={"lineage": ["tiny_llama", "tiny_qwen"], "mix": ["flipped", "general", "personal"]},
+        columns=ColumnRoles(gain=[DOWN]))
+    study = StudyTable(frame=table, context=context)
+    corr = correlation_table(study, n_boot=50, ndcg=[("rank", "linear", None)])
+    context.headline = summarise(study, corr, prb_mode=None, controls=["flipped"], alpha=0.05)
+    rows = {(r["benchmark"], r["downstream"]): r for r in context.headline["rows"]}
     top = rows[(BENCH, DOWN)]
     assert top["verdict"] == "predicts" and top["n"] == 9
     assert top["ndcg_null_mean"] is not None and 0.0 <= top["ndcg_null_p"] <= 1.0
-    text = "\n".join(page_one(table, context))
+    text = "\n".join(page_one(study))
     assert text.startswith("# Do benchmark scores predict downstream gains?")
     assert "9 trained reward models from 2 lineages (tiny_llama, tiny_qwen) × 3 data mixes" in text
     assert "| `rb2/overall` | `bon/personalized/gain@16` | 9 |" in text and "**predicts**" in text

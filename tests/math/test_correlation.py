@@ -1,4 +1,4 @@
-"""Tests for rlexp.analysis.correlation (PRB reference §8)."""
+"""Tests for rlexp.analysis.correlation, .ndcg and .bootstrap (PRB reference §8)."""
 
 from __future__ import annotations
 
@@ -9,20 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rlexp.analysis.correlation import (
-    DEFAULT_NDCG_VARIANTS,
-    Corr,
-    _coefficient,
-    bootstrap_prompts,
-    correlate,
-    gain_differences,
-    kendall,
-    ndcg,
-    ndcg_null,
-    pearson,
-    spearman,
-    spearman_exact_p,
-)
+from rlexp.analysis.bootstrap import bootstrap_prompts, correlate, gain_differences
+from rlexp.analysis.correlation import Corr, coefficient, kendall, pearson, spearman, spearman_exact_p
+from rlexp.analysis.ndcg import DEFAULT_NDCG_VARIANTS, ndcg, ndcg_null
 from rlexp.errors import ConfigError, DataError
 
 # ---------------------------------------------------------------------------------------------
@@ -53,11 +42,11 @@ def test_replicate_coefficients_equal_scipy(seed: int) -> None:
     y = -0.4 * x + rng.normal(size=9)
     xi, yi = rng.integers(0, 3, size=11), rng.integers(0, 4, size=11)  # heavy ties
     for a, b in ((x, y), (xi, yi), (x[:3], y[:3])):
-        assert _coefficient("spearman", a, b) == pytest.approx(stats.spearmanr(a, b).statistic, abs=1e-12)
-        assert _coefficient("kendall", a, b) == pytest.approx(stats.kendalltau(a, b).statistic, abs=1e-12)
-        assert _coefficient("pearson", a, b) == pytest.approx(stats.pearsonr(a, b).statistic, abs=1e-12)
-    assert _coefficient("kendall", np.ones(4), np.arange(4.0)) is None
-    assert _coefficient("spearman", np.arange(2.0), np.arange(2.0)) is None
+        assert coefficient("spearman", a, b) == pytest.approx(stats.spearmanr(a, b).statistic, abs=1e-12)
+        assert coefficient("kendall", a, b) == pytest.approx(stats.kendalltau(a, b).statistic, abs=1e-12)
+        assert coefficient("pearson", a, b) == pytest.approx(stats.pearsonr(a, b).statistic, abs=1e-12)
+    assert coefficient("kendall", np.ones(4), np.arange(4.0)) is None
+    assert coefficient("spearman", np.arange(2.0), np.arange(2.0)) is None
 
 
 def test_kendall_is_tau_b_not_tau_a() -> None:

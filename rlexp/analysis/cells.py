@@ -1,0 +1,139 @@
+"""The cells of the RM table: which record fills each (RM, column group), and the values it gives.
+
+A column group is ``rb2``, ``prb/<mode>``, ``bon/<setting>`` or ``<algorithm>/<setting>``; its
+record gives one or more columns of the RM's row (see :mod:`rlexp.analysis.columns`) and, for
+downstream groups, what the context keeps beside the table: BoN curves, per-prompt result files,
+the gains' CIs over prompts and the gains per prompt group.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlexp.analysis.records import Collection, curve_ks, factors, short_name
+from rlexp.analysis.study_table import BonGroups, Curve, Interval
+from rlexp.analysis.values import finite_float, score_or_none
+from rlexp.data.schemas import RB2_SUBSETS
+from rlexp.store import Record, Store
+
+#: Keys of an evaluate record's ``rb2``/``prb`` metrics that are not a score column.
+RB2_NON_SCORES = frozenset({"overall", "counts", "complete", "ties_components"})
+PRB_NON_SCORES = frozenset({"accuracy", "ties", "mean_gap", "n"})
+
+
+@dataclass
+class Cell:
+    """One (RM, column group) and the records that could fill it; the chosen one is first."""
+
+    rm: str
+    group: str  # rb2 | prb/<mode> | bon/<prompts> | <algorithm>/<prompts>
+    records: list[Record]
+
+    @property
+    def record(self) -> Record:
+        """The record that fills the cell."""
+        return self.records[0]
+
+
+@dataclass
+class Rows:
+    """Every RM's row (column -> value), and what the context keeps per downstream cell."""
+
+    rows: dict[str, dict[str, Any]]
+    curves: dict[str, dict[str, Curve]] = field(default_factory=lambda: defaultdict(dict))
+    per_prompt: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
+    ppo_ci: dict[str, dict[str, Interval]] = field(default_factory=lambda: defaultdict(dict))
+    #: Every gain column's per-RM CI over prompts (BoN and PPO alike).
+    gain_ci: dict[str, dict[str, Interval]] = field(default_factory=lambda: defaultdict(dict))
+    bon_groups: dict[str, dict[str, BonGroups]] = field(default_factory=lambda: defaultdict(dict))
+    notes: list[str] = field(default_factory=list)  # cells that could not be filled
+
+
+def fill_rows(collection: Collection, chosen: Mapping[tuple[str, str], Cell], rms: Sequence[str],
+              k_of: Mapping[str, int]) -> Rows:
+    """Each RM's factors, then the values of every chosen cell (``k_of``: the BoN k per setting)."""
+    out = Rows(rows={rm: {"rm": rm} for rm in rms})
+    for rm in rms:
+        out.rows[rm].update(factors(collection.rm_records.get(rm)))
+        out.rows[rm]["external"] = rm not in collection.rm_records
+    for (rm, group), cell in sorted(chosen.items()):
+        rec = cell.record
+        if group == "rb2":
+            _fill_rb2(out.rows[rm], rec.metrics["rb2"])
+        elif group.startswith("prb/"):
+            _fill_prb(out.rows[rm], group, rec.metrics["prb"])
+        elif group.startswith("bon/"):
+            _fill_bon(out, rm, group, rec, k_of[group], collection.store)
+        else:
+            _fill_ppo(out, rm, group, rec)
+    return out
+
+
+def _is_score(value: Any) -> bool:
+    # Nested results (counts, per-item lists) and flags sit beside the scores in the metrics.
+    return not isinstance(value, (Mapping, list, bool))
+
+
+def _fill_rb2(row: dict[str, Any], rb2: Mapping[str, Any]) -> None:
+    row["rb2/overall"] = finite_float(rb2.get("overall"))
+    for name in [*RB2_SUBSETS, *sorted(set(rb2) - set(RB2_SUBSETS))]:
+        if name in rb2 and name not in RB2_NON_SCORES and _is_score(rb2[name]):
+            row[f"rb2/{name}"] = finite_float(rb2[name])
+
+
+def _fill_prb(row: dict[str, Any], group: str, prb: Mapping[str, Any]) -> None:
+    row[f"{group}/accuracy"] = finite_float(prb.get("accuracy"))
+    for name in sorted(prb):
+        if name not in PRB_NON_SCORES and _is_score(prb[name]):
+            row[f"{group}/{name}"] = finite_float(prb[name])
+
+
+def _interval(values: Any) -> Interval:
+    """The first two entries of a record's CI (a missing CI gives [None, None])."""
+    return [score_or_none(v) for v in list(values or [None, None])[:2]]
+
+
+def _fill_bon(out: Rows, rm: str, group: str, rec: Record, k: int, store: Store) -> None:
+    """gain@k and ngain@k, the curve, the per-prompt results file and the gains per prompt group."""
+    row = out.rows[rm]
+    curve = rec.metrics.get("curve") or {}
+    point = curve.get(str(k))
+    if point is None:
+        out.notes.append(f"RM {short_name(rm)}: {group} record {rec.id} has no k={k} (ks {curve_ks(rec)})")
+        row[f"{group}/gain@{k}"] = math.nan
+        row[f"{group}/ngain@{k}"] = math.nan
+    else:
+        row[f"{group}/gain@{k}"] = finite_float(point.get("gain"))
+        row[f"{group}/ngain@{k}"] = finite_float(point.get("normalised_gain"))
+        out.gain_ci[f"{group}/gain@{k}"][rm] = _interval(point.get("gain_ci"))
+    ks = curve_ks(rec)
+    out.curves[group][rm] = {
+        "ks": ks, "bon": [score_or_none(curve[str(x)].get("bon")) for x in ks],
+        "oracle": [score_or_none(curve[str(x)].get("oracle")) for x in ks],
+        "first_k": [score_or_none(curve[str(x)].get("first_k")) for x in ks],
+    }
+    if rec.artifacts.get("per_prompt"):
+        out.per_prompt[f"{group}/gain@{k}"][rm] = str(store.resolve(rec.artifacts["per_prompt"]))
+    if rec.metrics.get("by_group"):
+        out.bon_groups[group][rm] = {
+            "n": rec.metrics.get("n"),
+            "agreement": rec.metrics.get("rm_gold_agreement"),  # bon_math.rank_agreement's dict
+            "groups": {
+                str(g): {"gain": score_or_none(v.get("gain")), "prompts": v.get("prompts"),
+                         "gain_ci": _interval(v.get("gain_ci"))}
+                for g, v in rec.metrics["by_group"].items()
+            },
+        }
+
+
+def _fill_ppo(out: Rows, rm: str, group: str, rec: Record) -> None:
+    """The gain, whether the RM shares the policy's lineage, and the gain's CI."""
+    row = out.rows[rm]
+    row[f"{group}/gain"] = finite_float(rec.metrics.get("gain"))
+    match = rec.info.get("lineage_match")
+    row[f"{group}/lineage_match"] = None if match is None else bool(match)
+    out.ppo_ci[f"{group}/gain"][rm] = out.gain_ci[f"{group}/gain"][rm] = _interval(rec.metrics.get("gain_ci"))
