@@ -88,17 +88,12 @@ def correlate(
     if n_boot == 0 or x.size == 0:
         return results
     rng = np.random.default_rng(seed)
-    replicates: list[list[float]] = [[] for _ in statistics]
-    for _ in range(n_boot):
+
+    def resample_rms() -> tuple[np.ndarray, np.ndarray]:
         idx = rng.integers(0, x.size, size=x.size)
-        xb, yb = x[idx], y[idx]
-        for j, (_, value_of) in enumerate(statistics):
-            value = value_of(xb, yb)
-            if value is not None:
-                replicates[j].append(value)
-    for corr, samples in zip(results, replicates, strict=True):
-        _attach_ci(corr, samples, n_boot, alpha)
-    return results
+        return x[idx], y[idx]
+
+    return _with_cis(results, statistics, resample_rms, n_boot, alpha)
 
 
 def bootstrap_prompts(
@@ -140,12 +135,23 @@ def bootstrap_prompts(
         return results
     rng = np.random.default_rng(seed)
     n_prompts = matrix.shape[1]
+
+    def resample_prompts() -> tuple[np.ndarray, np.ndarray]:
+        idx = rng.integers(0, n_prompts, size=n_prompts)
+        return bench, matrix[:, idx].mean(axis=1)
+
+    return _with_cis(results, statistics, resample_prompts, n_boot, alpha)
+
+
+def _with_cis(results: list[Corr], statistics: Sequence[Any], resample: Callable[[], tuple[np.ndarray, np.ndarray]],
+              n_boot: int, alpha: float) -> list[Corr]:
+    """``results`` with percentile CIs from ``n_boot`` replicates of ``resample()``; a replicate
+    where a statistic is undefined is dropped (and counted) for that statistic only."""
     replicates: list[list[float]] = [[] for _ in statistics]
     for _ in range(n_boot):
-        idx = rng.integers(0, n_prompts, size=n_prompts)
-        down = matrix[:, idx].mean(axis=1)
+        xb, yb = resample()
         for j, (_, value_of) in enumerate(statistics):
-            value = value_of(bench, down)
+            value = value_of(xb, yb)
             if value is not None:
                 replicates[j].append(value)
     for corr, samples in zip(results, replicates, strict=True):
