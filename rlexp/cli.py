@@ -118,6 +118,7 @@ def check_roots(cfg: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The console entry: dispatch to a command, or check the overrides and run a task's Hydra app."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(_help())

@@ -102,6 +102,7 @@ def sandbox(cfg: DictConfig) -> tuple[Path, str]:
 
 
 def is_sandbox_ref(ref: str) -> bool:
+    """Whether a data reference names a file of the sandbox world (``sandbox:<name>``)."""
     return str(ref).startswith("sandbox:")
 
 

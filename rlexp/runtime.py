@@ -167,6 +167,7 @@ def compose_task(task: str, overrides: list[str]) -> DictConfig:
 
 
 def report_error(task: str, exc: BaseException) -> None:
+    """Print a task's error as one line on stderr."""
     print(f"rlexp {task}: error: {one_line(exc)}", file=sys.stderr)
 
 

@@ -19,6 +19,7 @@ def _compose(name: str, overrides: list[str]) -> DictConfig:
 
 
 def main(args: list[str]) -> int:
+    """`rlexp lineage build|ls`; returns the exit code."""
     parser = argparse.ArgumentParser(prog="rlexp lineage", description="Build or list model lineages.")
     sub = parser.add_subparsers(dest="cmd", required=True)
     build = sub.add_parser("build", help="build tiny lineages (cached by content hash)")

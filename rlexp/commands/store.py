@@ -22,6 +22,7 @@ def _default_store() -> str:
 
 
 def main(args: list[str]) -> int:
+    """`rlexp store ls|show`; returns the exit code."""
     parser = argparse.ArgumentParser(prog="rlexp store", description="Inspect the run store.")
     parser.add_argument("--store", default=_default_store(), help="store folder (default: <root>/runs)")
     sub = parser.add_subparsers(dest="cmd", required=True)

@@ -170,6 +170,7 @@ def tokenise_prompts(tokenizer: Any, prompts: Sequence[PromptItem], profile_k: i
 
 
 def ppo_config(out: str, settings: dict[str, Any]) -> Any:
+    """TRL's PPOConfig from settings under TRL's own field names; a bad field is one line."""
     from trl.experimental.ppo import PPOConfig
 
     try:

@@ -122,6 +122,7 @@ class HFSampler:
 
 
 def vllm_available() -> bool:
+    """Whether the optional vLLM backend can be imported here."""
     try:
         import torch
         import vllm  # noqa: F401

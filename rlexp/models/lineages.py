@@ -39,6 +39,7 @@ class Lineage:
 
 
 def tiny_spec(model_cfg: Mapping[str, Any]) -> TinySpec:
+    """The TinySpec of a model node's ``tiny`` section."""
     tiny = dict(model_cfg["tiny"])
     return TinySpec(**tiny)
 

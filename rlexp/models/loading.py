@@ -108,6 +108,7 @@ def load_tokenizer(ref: str, *, trust_remote_code: bool = False, padding_side: s
 
 
 def load_causal_lm(ref: str, *, trust_remote_code: bool = False, dtype: Any = None) -> Any:
+    """A causal LM from a local folder or hub id; a missing or unreadable model is one line."""
     from transformers import AutoModelForCausalLM
 
     return _load(AutoModelForCausalLM, ref, "causal LM", **_kwargs(trust_remote_code, dtype))

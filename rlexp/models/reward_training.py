@@ -29,6 +29,7 @@ class Tokenised:
 
 
 def pair_inputs(pair: PreferencePair) -> tuple[ScoreInput, ScoreInput]:
+    """The (chosen, rejected) scorer inputs of a preference pair, with its user context."""
     profile = pair.context.profile if pair.context else ()
     return (
         ScoreInput(pair.prompt, pair.chosen, profile),
@@ -293,6 +294,7 @@ def whole_run_loss(log_history: list[dict[str, Any]], resume: str | bool | None,
 
 
 def lora_config(r: int, alpha: int, dropout: float, target_modules: list[str] | None) -> Any:
+    """PEFT's LoRA config for a sequence-classification RM (the score head stays trainable)."""
     from peft import LoraConfig
 
     return LoraConfig(

@@ -193,7 +193,7 @@ def _train(ctx: RunContext, cfg: DictConfig, policy_path: str, reward: Scorer, t
 
 
 def _judge_pools(cfg: DictConfig, before: Record, after: Record, prompts: list[Any], reward: Scorer,
-                 rm_id: str) -> dict[str, np.ndarray]:
+                 rm_id: str) -> dict[str, Any]:
     """Per-prompt mean gold and proxy scores of the initial and the trained policy's pools."""
     kind = prompts[0].kind if prompts else str(cfg.prompts.name)
     gkey = judge_key(cfg.judge, kind)
