@@ -88,6 +88,25 @@ def _generate_with_retries(
     return results
 
 
+class _RetryingJudge:
+    """What the LLM gold judges share: a ChatLM asked until its answer parses, with bounded,
+    batched retries at rising temperature (:func:`_generate_with_retries`)."""
+
+    def __init__(self, lm: ChatLM, name: str, *, max_new_tokens: int, max_tries: int, temperature_step: float,
+                 seed: int, counters: Mapping[str, int]) -> None:
+        _check_tries(max_tries, temperature_step, max_new_tokens, name)
+        self.lm, self.name = lm, name
+        self.max_new_tokens, self.max_tries, self.temperature_step, self.seed = (
+            max_new_tokens, max_tries, temperature_step, seed)
+        self.stats = ScoreStats()
+        self.stats.extra.update(calls=0, retries=0, **counters)
+
+    def _ask(self, prompts: list[Messages], parse: Callable[[int, str], Any]) -> list[Any]:
+        return _generate_with_retries(self.lm, prompts, parse, max_tries=self.max_tries,
+                                      temperature_step=self.temperature_step, max_new_tokens=self.max_new_tokens,
+                                      seed=self.seed, stats=self.stats)
+
+
 def _field(obj: Any, name: str) -> Any:
     if isinstance(obj, Mapping):
         return obj.get(name)
@@ -134,7 +153,7 @@ ASPECT_USER = (
 )
 
 
-class AspectLLMJudge:
+class AspectLLMJudge(_RetryingJudge):
     """LaMP-QA's aspect-based metric as a scorer: ``sum(match_score) / (2 * n_aspects)`` per item."""
 
     def __init__(
@@ -147,15 +166,8 @@ class AspectLLMJudge:
         temperature_step: float = 0.1,
         seed: int = 0,
     ) -> None:
-        self.name = name or f"aspect-judge:{lm.name}"
-        _check_tries(max_tries, temperature_step, max_new_tokens, self.name)
-        self.lm = lm
-        self.max_new_tokens = max_new_tokens
-        self.max_tries = max_tries
-        self.temperature_step = temperature_step
-        self.seed = seed
-        self.stats = ScoreStats()
-        self.stats.extra.update(calls=0, retries=0, aspects=0)
+        super().__init__(lm, name or f"aspect-judge:{lm.name}", max_new_tokens=max_new_tokens, max_tries=max_tries,
+                         temperature_step=temperature_step, seed=seed, counters={"aspects": 0})
 
     def messages(self, item: ScoreInput, aspect: Mapping[str, str]) -> Messages:
         user = ASPECT_USER.format(
@@ -177,16 +189,7 @@ class AspectLLMJudge:
                 owners.append((i, j))
                 prompts.append(self.messages(item, aspect))
         # All aspects of all items go to the model together: one batched call per try.
-        parsed = _generate_with_retries(
-            self.lm,
-            prompts,
-            lambda _i, text: parse_match_score(text),
-            max_tries=self.max_tries,
-            temperature_step=self.temperature_step,
-            max_new_tokens=self.max_new_tokens,
-            seed=self.seed,
-            stats=self.stats,
-        )
+        parsed = self._ask(prompts, lambda _i, text: parse_match_score(text))
         out: list[list[int | None]] = [[] for _ in items]
         for (i, _), value in zip(owners, parsed, strict=True):
             out[i].append(value)
@@ -213,7 +216,7 @@ LIST_SYSTEM = (
 LIST_USER = "Question:\n{question}\n\nResponse:\n{response}\n\nAspects ({n}): {aspects}"
 
 
-class PRBListJudge:
+class PRBListJudge(_RetryingJudge):
     """PRB's downstream rubric judge: the mean of a 0-2 list, one entry per aspect (0-1 with ``normalise``)."""
 
     def __init__(
@@ -227,17 +230,11 @@ class PRBListJudge:
         temperature_step: float = 0.1,
         seed: int = 0,
     ) -> None:
-        self.name = name or f"prb-list-judge:{lm.name}"
-        _check_tries(max_tries, temperature_step, max_new_tokens, self.name)
-        self.lm = lm
-        self.normalise = normalise
         # 64 tokens rather than the reference's 32, which can cut a long list short (§10.9).
-        self.max_new_tokens = max_new_tokens
-        self.max_tries = max_tries
-        self.temperature_step = temperature_step
-        self.seed = seed
-        self.stats = ScoreStats()
-        self.stats.extra.update(calls=0, retries=0, wrong_length=0)
+        super().__init__(lm, name or f"prb-list-judge:{lm.name}", max_new_tokens=max_new_tokens,
+                         max_tries=max_tries, temperature_step=temperature_step, seed=seed,
+                         counters={"wrong_length": 0})
+        self.normalise = normalise
 
     def messages(self, item: ScoreInput, titles: Sequence[str]) -> Messages:
         user = LIST_USER.format(question=item.prompt, response=item.response, n=len(titles), aspects=", ".join(titles))
@@ -255,16 +252,7 @@ class PRBListJudge:
                 return None
             return scores
 
-        return _generate_with_retries(
-            self.lm,
-            [self.messages(item, t) for item, t in zip(items, titles, strict=True)],
-            parse,
-            max_tries=self.max_tries,
-            temperature_step=self.temperature_step,
-            max_new_tokens=self.max_new_tokens,
-            seed=self.seed,
-            stats=self.stats,
-        )
+        return self._ask([self.messages(item, t) for item, t in zip(items, titles, strict=True)], parse)
 
     def score(self, items: Sequence[ScoreInput]) -> np.ndarray:
         lists = self.score_lists(items)
