@@ -16,7 +16,7 @@ def main() -> None:
     shutil.rmtree(root / "runs" / "records" / "lineage", ignore_errors=True)
     from rlexp import inputs
 
-    inputs.sandbox(compose("train_rm"))
+    inputs.sandbox_world(compose("train_rm"))
     t0 = time.perf_counter()
     for name in ("tiny_llama", "tiny_qwen"):
         t = time.perf_counter()

@@ -3,8 +3,12 @@
 A task asks here for its inputs: the sandbox world, a data file, a lineage, a policy, a prompt
 set, a sample pool, a pool's scores, a reward model, the gold judge. Whatever is missing is
 produced as a store record through :func:`rlexp.runtime.execute` (so it is built once and found
-by every later run); library code below this module never runs a producing step, never sees the
-store and never imports a task.
+by every later run). Library code below this module never runs a producing step, never writes
+to the store and never imports a task; the one library package that opens the store is
+``analysis``, which reads finished records for `correlate`.
+
+The `data` and `sample` tasks are thin entries over :func:`sandbox_record` and :func:`sample`:
+those steps are inputs of every other task, so their bodies live here.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from rlexp.data.schemas import PromptItem
 from rlexp.downstream.pool_scoring import pool_matrix, score_pool_texts
 from rlexp.downstream.sampling import HFSampler, vllm_available, write_pool
 from rlexp.errors import ConfigError
+from rlexp.models.chat_lm import ChatLM
 from rlexp.models.lineages import Lineage, build_tiny_lineage, tiny_spec
 from rlexp.models.loading import (
     check_generation_length,
@@ -43,7 +48,6 @@ from rlexp.sandbox.judges import rubric_score, verifier_score
 from rlexp.sandbox.materialise import WORLD_VERSION, materialise
 from rlexp.scorer import Scorer
 from rlexp.scoring.factory import RMRef, judge_name, reward_scorer
-from rlexp.scoring.generative import ChatLM
 from rlexp.scoring.judges import AspectLLMJudge, PRBListJudge, RMGoldJudge, SandboxJudge
 from rlexp.store import Record, Store
 
@@ -85,7 +89,7 @@ def sandbox_record(cfg: DictConfig) -> Record:
     return execute("data", cfg, _materialise, inputs=world_inputs())
 
 
-def sandbox(cfg: DictConfig) -> tuple[Path, str]:
+def sandbox_world(cfg: DictConfig) -> tuple[Path, str]:
     """The sandbox folder and data record id for the world any task's ``cfg`` names."""
     data_cfg = OmegaConf.merge(
         OmegaConf.structured(DataConfig),
@@ -117,7 +121,7 @@ def data_ref(ref: str, cfg: DictConfig) -> tuple[str, str | None]:
     name = str(ref).split(":", 1)[1]
     if name not in SANDBOX_FILES:
         raise ConfigError(f"unknown sandbox source {ref!r}; known: {', '.join('sandbox:' + k for k in SANDBOX_FILES)}")
-    folder, data_id = sandbox(cfg)
+    folder, data_id = sandbox_world(cfg)
     return str(folder / SANDBOX_FILES[name]), data_id
 
 
@@ -132,7 +136,7 @@ def lineage(cfg: DictConfig) -> Lineage:
         return Lineage(model_cfg.lineage, ref, ref, None, bool(model_cfg.get("trust_remote_code", False)))
     if not model_cfg.get("tiny"):
         raise ConfigError(f"model {model_cfg.get('name')!r} has neither name_or_path nor a tiny spec")
-    sandbox_dir, data_id = sandbox(cfg)
+    sandbox_dir, data_id = sandbox_world(cfg)
     spec = tiny_spec(model_cfg)
     lineage_cfg = OmegaConf.create(
         {

@@ -156,14 +156,21 @@ def _tracked(task: str, cfg: DictConfig, body: Body, store: Store, config: dict[
 
 
 def compose_task(task: str, overrides: list[str]) -> DictConfig:
-    """A task's config, composed like `rlexp <task> overrides` would."""
+    """A task's config, composed like `rlexp <task> overrides` would; a bad override (an unknown key,
+    a wrong type, a value outside a choice) is a one-line ConfigError naming the task."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
 
-    if GlobalHydra.instance().is_initialized():
-        return compose(task, overrides=overrides)
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return compose(task, overrides=overrides)
+    try:
+        if GlobalHydra.instance().is_initialized():
+            return compose(task, overrides=overrides)
+        with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+            return compose(task, overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as exc:
+        cause = f" {one_line(exc.__cause__)}" if exc.__cause__ is not None else ""
+        raise ConfigError(f"{task}: {one_line(exc)}{cause}") from None
 
 
 def report_error(task: str, exc: BaseException) -> None:

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from rlexp.config.choices import ProfileMode
 from rlexp.data.schemas import RB2_SUBSETS
 
 #: Factor columns (from the train_rm record's lineage info); empty for external RMs.
@@ -27,7 +28,7 @@ FACTORS: tuple[str, ...] = (
 DESIGN_FACTORS: tuple[str, ...] = FACTORS[:-1]
 DOWNSTREAM_RE = re.compile(r"^(?P<task>[A-Za-z0-9_]+)/(?P<setting>[^/]+)/(?P<stat>gain@\d+|ngain@\d+|gain)$")
 #: PRB profile modes in the order their columns appear (unknown modes after them).
-_PRB_MODE_ORDER = {"none": 0, "raw": 1, "planner": 2}
+_PRB_MODE_ORDER = {mode.value: i for i, mode in enumerate(ProfileMode)}
 
 
 def benchmark_columns(columns: Iterable[str]) -> list[str]:

@@ -7,11 +7,17 @@ with plain strings see the same text a plain ``str`` field would.
 
 from __future__ import annotations
 
-from enum import StrEnum
+import dataclasses
+import functools
+import types
+import typing
+from enum import Enum, StrEnum
+from typing import Any
+
+from rlexp.errors import ConfigError
 
 LoggerKind = StrEnum("LoggerKind", "wandb none")
 WandbMode = StrEnum("WandbMode", "offline online disabled")
-Device = StrEnum("Device", "auto cpu cuda")
 Checkpoint = StrEnum("Checkpoint", "base instruct")
 ProfileMode = StrEnum("ProfileMode", "none raw planner")
 PlannerKind = StrEnum("PlannerKind", "sandbox lm")
@@ -27,3 +33,30 @@ JudgeName = StrEnum("JudgeName", "auto rubric verifier rm llm")
 JudgeVariant = StrEnum("JudgeVariant", "lampqa prb")  # lampqa: per aspect, /2; prb: one list judgement, 0-2
 Algorithm = StrEnum("Algorithm", "ppo grpo rloo")
 ValueInit = StrEnum("ValueInit", "auto rm policy")  # auto: the RM if same lineage, else the policy
+
+
+@functools.cache
+def _choice_fields(cls: type) -> tuple[tuple[str, type[Enum]], ...]:
+    """(field, enum) for every field of dataclass ``cls`` typed ``SomeEnum`` or ``SomeEnum | None``."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+        enums = [t for t in options if isinstance(t, type) and issubclass(t, Enum)]
+        if enums:
+            out.append((f.name, enums[0]))
+    return tuple(out)
+
+
+def coerce_choices(node: Any, where: str) -> None:
+    """Turn the choice fields of a dataclass built in code (not composed by Hydra, which checks them
+    itself) into their enum members, or raise a one-line ConfigError naming ``where.field``."""
+    for name, enum in _choice_fields(type(node)):
+        value = getattr(node, name)
+        if value is None or isinstance(value, enum):
+            continue
+        try:
+            setattr(node, name, enum(value))
+        except ValueError:
+            raise ConfigError(f"{where}.{name}={value!r} is not one of {', '.join(enum)}") from None

@@ -7,7 +7,6 @@ from typing import Any
 
 from rlexp.config.choices import (
     Checkpoint,
-    Device,
     DType,
     JudgeMode,
     JudgeName,
@@ -21,6 +20,7 @@ from rlexp.config.choices import (
     TokenizerSource,
     TruncationSide,
     WandbMode,
+    coerce_choices,
 )
 from rlexp.errors import ConfigError
 
@@ -45,7 +45,7 @@ class LoggerConfig:
 @dataclass
 class RuntimeConfig:
     threads: int = 0  # torch threads per job; 0 = leave torch's default
-    device: Device = Device.auto
+    device: str = "auto"  # auto | cpu | cuda | cuda:N (any torch device string)
 
 
 @dataclass
@@ -88,6 +88,9 @@ class ModelConfig:
     trust_remote_code: bool = False
     tiny: TinyConfig | None = None
 
+    def __post_init__(self) -> None:
+        coerce_choices(self, "model")
+
 
 @dataclass
 class MixConfig:
@@ -110,6 +113,9 @@ class ProfileConfig:
     separator: str = "\n\n"
     planner: PlannerKind = PlannerKind.sandbox
 
+    def __post_init__(self) -> None:
+        coerce_choices(self, "profile")
+
 
 @dataclass
 class ScorerConfig:
@@ -120,7 +126,7 @@ class ScorerConfig:
     truncation_side: TruncationSide = TruncationSide.right
     batch_size: int = 32
     dtype: DType = DType.auto  # auto: float32 on CPU, bfloat16 on GPU
-    device: Device = Device.auto
+    device: str = "auto"  # auto | cpu | cuda | cuda:N (any torch device string)
     sort_by_length: bool = True
     fallback_template: str = "tulu"
     trust_remote_code: bool = False
@@ -129,6 +135,9 @@ class ScorerConfig:
     tokenizer: TokenizerSource = TokenizerSource.auto
     # When the loaded tokenizer's ids differ from tokenizer.json.
     tokenizer_check: TokenizerCheck = TokenizerCheck.warn
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "scorer")
 
 
 @dataclass
@@ -177,6 +186,7 @@ class SamplingConfig:
 
     def __post_init__(self) -> None:
         # Runs when a task converts its node (OmegaConf.to_object), before any model loads.
+        coerce_choices(self, "sampling")
         if self.n < 1:
             raise ConfigError(f"sampling.n={self.n} must be >= 1")
         if self.max_new_tokens < 1:
@@ -195,6 +205,9 @@ class JudgeConfig:
     rm: str | None = None  # for name=rm: an RM used as gold
     model: str | None = None  # for name=llm: a causal LM folder / hub id / lineage name
     variant: JudgeVariant = JudgeVariant.lampqa  # for name=llm
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "judge")
 
 
 @dataclass

@@ -38,7 +38,7 @@ from rlexp.benchmarks.rewardbench2_math import (
     ratings_credit,
 )
 from rlexp.config.nodes import ProfileConfig
-from rlexp.data.formatting import PROFILE_MODES, Planner, rm_user_turn
+from rlexp.data.formatting import Planner, rm_user_turn
 from rlexp.data.schemas import ProfilePost
 from rlexp.errors import ConfigError, DataError
 from rlexp.models.chat_lm import ChatLM, Messages
@@ -165,13 +165,8 @@ class GenerativeJudge:
         self.planner = planner
         self.stats = ScoreStats()
         self.stats.extra["calls"] = 0
-        # Fail on a bad profile setting now rather than at the first item.
-        mode = self.profile.mode
-        if mode not in PROFILE_MODES:
-            raise ConfigError(
-                f"generative judge {self.name}: unknown profile mode {mode!r}; valid modes: {', '.join(PROFILE_MODES)}"
-            )
-        if mode == "planner" and planner is None:
+        # Fail on a missing planner now rather than at the first item (ProfileConfig checks the mode).
+        if self.profile.mode == "planner" and planner is None:
             raise ConfigError(
                 f"generative judge {self.name}: profile mode 'planner' needs a planner (none was configured)"
             )
@@ -360,7 +355,6 @@ def judge_prb_pairs(judge: GenerativeJudge, items: Sequence[Any], seed: int = 42
 
 
 __all__ = [
-    "ChatLM",
     "GenerativeJudge",
     "JudgeSettings",
     "RANKING_LETTERS",

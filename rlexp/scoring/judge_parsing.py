@@ -12,8 +12,6 @@ from typing import Any
 MATCH_SCORES: tuple[int, ...] = (0, 1, 2)
 
 
-
-
 def _after_thinking(text: str) -> str:
     # Reasoning models may mention scores while thinking; only the final answer counts.
     return text.split("</think>")[-1]

@@ -1,6 +1,6 @@
 """`rlexp data`: materialise the sandbox world as parquet files + manifest in the store.
 
-Other tasks get (or build, once) the world they read through :func:`rlexp.inputs.sandbox`.
+Other tasks get (or build, once) the world they read through :func:`rlexp.inputs.sandbox_world`.
 """
 
 from __future__ import annotations

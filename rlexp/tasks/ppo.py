@@ -20,7 +20,6 @@ import time
 from typing import Any
 
 import numpy as np
-import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp import inputs
@@ -160,6 +159,8 @@ def _train_ppo(ctx: RunContext, cfg: DictConfig, models: dict[str, Any], reward:
 def _train(ctx: RunContext, cfg: DictConfig, policy_path: str, reward: Scorer, train_prompts: list[Any],
            same_lineage: bool) -> tuple[Any, Any, dict[str, Any]]:
     """Load the policy and train it with the configured algorithm; returns (policy, tokenizer, metrics)."""
+    import torch  # lazily, like every torch import in tasks: a bad override fails before paying for it
+
     quiet_libraries()
     torch.manual_seed(cfg.seed)
     shutil.rmtree(ctx.work_dir / "trainer", ignore_errors=True)  # no resume in TRL's PPO: restart cleanly

@@ -136,6 +136,10 @@ class StudyPlan:
         unknown = sorted(set(self.extra) - {*MODEL_TASKS, "evaluate", "correlate", "data", "model"})
         if unknown:
             raise ConfigError(f"study.overrides.{unknown[0]}: not a task of the study (or 'model')")
+        # A bad value in study.overrides (an unknown key, a value outside a choice) fails here, as one
+        # line, before the first stage runs, not when its task's stage is reached.
+        for task in sorted({*self.extra} - {"model"} | ({*MODEL_TASKS} if "model" in self.extra else set())):
+            self.config(task, [])
         self.seeds = study_seeds(g, int(cfg.seed))
         self.threads = int(cfg.runtime.threads)
         self.n_jobs = int(g.n_jobs)
@@ -247,7 +251,7 @@ def run(cfg: DictConfig) -> Record:
     results: Results = {}
     # Stage 0: shared inputs once, before parallel jobs race to build them: the sandbox, then the
     # lineages side by side.
-    inputs.sandbox(plan.config("data", []))
+    inputs.sandbox_world(plan.config("data", []))
     lineage_steps = [plan.step("lineage", f"lineage/{name}", [f"model={name}"], compose="train_rm")
                      for name in dict.fromkeys([*g.lineages, g.policy])]
     results.update(plan.stage("lineages", lineage_steps))

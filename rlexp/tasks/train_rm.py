@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp import inputs
@@ -62,6 +61,8 @@ def _validate(cfg: DictConfig) -> None:
 
 
 def _use_bf16(cfg: DictConfig) -> bool:
+    import torch  # lazily, like every torch import in tasks: a bad override fails before paying for it
+
     if cfg.trainer.bf16 == "auto":
         return torch.cuda.is_available() and cfg.runtime.device != "cpu"
     return str(cfg.trainer.bf16).lower() == "true"
@@ -105,6 +106,8 @@ def _scorer_settings(cfg: DictConfig) -> tuple[ScorerConfig, ProfileConfig]:
 
 def _trainer_args(ctx: RunContext, cfg: DictConfig, ckpt_dir: Path) -> Any:
     """TRL's RewardConfig for this run (the DeepSpeed environment is set up when a config is given)."""
+    import torch
+
     ds = OmegaConf.to_container(cfg.deepspeed.config, resolve=True) if cfg.deepspeed.name != "none" else None
     if ds is not None:
         rt.deepspeed_env()
@@ -168,6 +171,8 @@ def _lineage_info(cfg: DictConfig, lineage: Lineage, checkpoint: str, mix: dict[
 
 
 def _train(ctx: RunContext, cfg: DictConfig, lineage: Lineage, rows: list[Any], mix: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
     quiet_libraries()
     t0 = time.time()
     torch.manual_seed(cfg.seed)

@@ -19,6 +19,14 @@ def test_empty_grid_is_one_line(root: Path) -> None:
     assert not (root / "runs").exists()
 
 
+def test_bad_choice_in_a_later_stage_fails_before_the_first(root: Path) -> None:
+    # PPO's stage comes last; its bad choice must not wait for the RMs to train.
+    out = _study("study.overrides.ppo=['algorithm=bogus']")
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "bogus" in out.stderr and "ppo" in out.stderr
+    assert not (root / "runs" / "records").exists()
+
+
 def test_override_for_an_unknown_task_is_one_line(root: Path) -> None:
     out = _study("study.overrides.trian_rm=['data.max_rows=10']")
     assert out.returncode == 2

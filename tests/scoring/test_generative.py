@@ -315,7 +315,7 @@ def test_ties_prompt_flag_and_profile_modes_change_the_prompt() -> None:
     assert "- wants vegan" in user_text(planned.rating_messages(item))
     with pytest.raises(ConfigError, match="needs a planner"):
         GenerativeJudge(lm, profile=ProfileConfig(mode="planner"))
-    with pytest.raises(ConfigError, match="unknown profile mode"):
+    with pytest.raises(ConfigError, match=r"profile.mode='profile' is not one of none, raw, planner"):
         GenerativeJudge(lm, profile=ProfileConfig(mode="profile"))
 
 
