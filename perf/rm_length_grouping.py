@@ -36,7 +36,7 @@ def main() -> None:
             reward_training.LENGTH_WINDOW_BATCHES = window  # None: transformers' default window
             cfg = compose("train_rm", "model=tiny_llama", "data=flipped", f"data.max_rows={rows}", "profile=planner",
                           f"seed={seed}", "force=true", "trainer.save_steps=100000",
-                          f"trainer.group_by_length={str(grouped).lower()}")
+                          f"trainer.length_grouping={str(grouped).lower()}")
             rec = train_rm.run(cfg)
             got[name].append((rec.metrics["train/runtime_s"], rec.metrics["heldout/accuracy"]))
     print(f"{rows} flipped pairs (general + personal, planner), 1 epoch, tiny_llama, one thread, {n_seeds} seeds")

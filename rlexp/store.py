@@ -82,6 +82,7 @@ HASH_RENAMED: dict[str, dict[tuple[str, str], str]] = {
         ("trainer", "gradient_accumulation_steps"): "grad_accum",
         ("trainer", "lr_scheduler_type"): "lr_scheduler",
         ("trainer", "warmup_steps"): "warmup_ratio",
+        ("trainer", "length_grouping"): "group_by_length",
     },
 }
 

@@ -70,13 +70,14 @@ class RewardTrainerConfig:
     logging_steps: int = 10
     gradient_checkpointing: bool = False
     bf16: str = "auto"  # rlexp resolves auto (bf16 on GPU only) | true | false to TRL's bool
-    # rlexp's length grouping (random windows of 4 batches), not transformers' group_by_length.
-    group_by_length: bool = True
+    # rlexp's length grouping (random windows of 4 batches); not transformers' group_by_length,
+    # which trainer.extra.group_by_length would switch on as well.
+    length_grouping: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 #: RewardTrainerConfig fields rlexp resolves itself instead of handing them to TRL.
-REWARD_TRAINER_OWN: tuple[str, ...] = ("bf16", "group_by_length", "extra")
+REWARD_TRAINER_OWN: tuple[str, ...] = ("bf16", "length_grouping", "extra")
 
 
 @dataclass

@@ -145,7 +145,7 @@ def _fit(ctx: RunContext, cfg: DictConfig, model: Any, tokenizer: Any, data: Any
     peft = cfg.peft
     peft_config = rt.lora_config(peft.r, peft.alpha, peft.dropout, peft.target_modules) if peft.enabled else None
     trained, metrics = rt.train(model, tokenizer, data, args, peft_config=peft_config, resume=resume,
-                                group_by_length=cfg.trainer.group_by_length)
+                                group_by_length=cfg.trainer.length_grouping)
     if peft.enabled:
         trained.save_pretrained(ctx.work_dir / "adapter")
         trained = trained.merge_and_unload()

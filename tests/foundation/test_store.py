@@ -39,10 +39,10 @@ def test_result_key_changes_id_path_and_logging_do_not() -> None:
 def test_renamed_trainer_keys_hash_under_their_old_names() -> None:
     # train_rm's trainer took TRL's field names; a store written before keeps its record ids.
     old = {"seed": 0, "trainer": {"epochs": 2.0, "batch_size": 16, "grad_accum": 1, "lr_scheduler": "linear",
-                                  "warmup_ratio": 0.05, "learning_rate": 1e-3}}
+                                  "warmup_ratio": 0.05, "learning_rate": 1e-3, "group_by_length": True}}
     new = {"seed": 0, "trainer": {"num_train_epochs": 2.0, "per_device_train_batch_size": 16,
                                   "gradient_accumulation_steps": 1, "lr_scheduler_type": "linear",
-                                  "warmup_steps": 0.05, "learning_rate": 1e-3}}
+                                  "warmup_steps": 0.05, "learning_rate": 1e-3, "length_grouping": True}}
     assert record_id("train_rm", new) == record_id("train_rm", old)
     assert record_id("train_rm", {**new, "trainer": {**new["trainer"], "num_train_epochs": 3.0}}) != record_id("train_rm", old)
     # Only train_rm's trainer was renamed: PPO's TRL names (always TRL's) hash as they are.
