@@ -58,9 +58,10 @@ def _is_module(dotted: str) -> bool:
 
 
 def _dynamic_target(call: ast.Call) -> str | None:
-    """The module ``importlib.import_module(...)`` loads, up to its first placeholder."""
+    """The module ``import_module(...)`` / ``__import__(...)`` loads, up to its first placeholder."""
     func = call.func
-    if not (isinstance(func, ast.Attribute) and func.attr == "import_module") or not call.args:
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if name not in ("import_module", "__import__") or not call.args:
         return None
     arg = call.args[0]
     if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
@@ -70,15 +71,27 @@ def _dynamic_target(call: ast.Call) -> str | None:
     return None
 
 
-def imports(path: Path) -> list[tuple[int, str]]:
-    """(line, imported rlexp module) for every import in ``path``, at any depth."""
+def _absolute(node: ast.ImportFrom, package: str) -> str | None:
+    """The absolute module of a ``from ... import``; relative imports resolve against ``package``."""
+    if not node.level:
+        return node.module
+    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+    return ".".join([*parts, node.module] if node.module else parts)
+
+
+def imports(path: Path, package: str = "rlexp") -> list[tuple[int, str]]:
+    """(line, imported rlexp module) for every import in ``path``, at any depth (``package``: the
+    package ``path`` is in, for relative imports)."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names if a.name.startswith("rlexp")]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rlexp"):
-            subs = [f"{node.module}.{a.name}" for a in node.names if _is_module(f"{node.module}.{a.name}")]
-            found += [(node.lineno, m) for m in subs] or [(node.lineno, node.module)]
+        elif isinstance(node, ast.ImportFrom):
+            module = _absolute(node, package)
+            if not module or not module.startswith("rlexp"):
+                continue
+            subs = [f"{module}.{a.name}" for a in node.names if _is_module(f"{module}.{a.name}")]
+            found += [(node.lineno, m) for m in subs] or [(node.lineno, module)]
         elif isinstance(node, ast.Call):
             target = _dynamic_target(node)
             if target and target.startswith("rlexp"):
@@ -95,10 +108,12 @@ def upward_edges() -> list[str]:
     """Every import that points to the same or a higher layer of another package."""
     bad = []
     for path in _modules():
-        src = _layer_of(_name(path))
+        name = _name(path)
+        src = _layer_of(name)
         if src == "rlexp":  # the package's own __init__
             continue
-        for line, target in imports(path):
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for line, target in imports(path, package):
             dst = _layer_of(target)
             if dst == src:
                 continue
@@ -121,11 +136,15 @@ def test_the_walk_sees_function_level_and_dynamic_imports(tmp_path: Path) -> Non
     probe = tmp_path / "probe.py"
     probe.write_text(
         "import importlib\n"
+        "from importlib import import_module\n"
         "def f(task):\n"
         "    from rlexp.tasks import bon\n"
+        "    from ..tasks import ppo\n"
+        "    import_module('rlexp.inputs')\n"
         "    return importlib.import_module(f'rlexp.tasks.{task}')\n"
     )
-    assert imports(probe) == [(3, "rlexp.tasks.bon"), (4, "rlexp.tasks")]
+    found = sorted(imports(probe, "rlexp.models"))
+    assert found == [(4, "rlexp.tasks.bon"), (5, "rlexp.tasks.ppo"), (6, "rlexp.inputs"), (7, "rlexp.tasks")]
 
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
