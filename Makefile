@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	@$(PY) -m pip install -q --upgrade pip
 	@# Without CUDA, take the CPU build of torch first (an unpinned torch pulls a multi-GB CUDA build).
 	@if ! command -v nvidia-smi >/dev/null 2>&1; then $(PY) -m pip install -q "torch==2.13.0"; fi
-	@$(PY) -m pip install -q -e ".[dev]"
+	@$(PY) -m pip install -q -e ".[dev,suite]"
 	@touch $(STAMP)
 
 setup: $(STAMP)

@@ -13,6 +13,7 @@ those steps are inputs of every other task, so their bodies live here.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from collections.abc import Callable, Mapping, Sequence
@@ -26,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlexp.config import CONF_DIR
 from rlexp.config.choices import JudgeName, SamplingBackend
-from rlexp.config.nodes import ModelConfig, SamplingConfig
+from rlexp.config.nodes import ModelConfig, SamplingConfig, SuiteTaskConfig
 from rlexp.config.tasks import DataConfig, SampleConfig
 from rlexp.data.loaders import load_prompts
 from rlexp.data.schemas import PromptItem
@@ -47,9 +48,12 @@ from rlexp.runtime import RunContext, execute
 from rlexp.sandbox.judges import rubric_score, verifier_score
 from rlexp.sandbox.materialise import WORLD_VERSION, materialise
 from rlexp.scorer import Scorer
-from rlexp.scoring.factory import RMRef, judge_name, reward_scorer
+from rlexp.scoring.factory import RMRef, judge_key, judge_name, reward_scorer, typed
 from rlexp.scoring.judges import AspectLLMJudge, PRBListJudge, RMGoldJudge, SandboxJudge
-from rlexp.store import Record, Store
+from rlexp.scoring.suite_grader import SuiteGraderJudge, judged_by_preference
+from rlexp.store import Record, Store, content_hash
+from rlexp.suite import KIND as SUITE_KIND
+from rlexp.suite.loading import load_suite
 
 # --- the sandbox world and data references ----------------------------------------------------
 
@@ -214,10 +218,39 @@ def policy(cfg: DictConfig) -> tuple[str, str, str]:
 
 
 def prompt_set(cfg: DictConfig, split: str | None = None) -> tuple[list[PromptItem], str]:
-    """The configured prompt split, and the id of where it came from."""
+    """The configured prompt split, and the id of where it came from.
+
+    A suite prompt set (``prompts.tasks``) reads each task's own dataset; its id is the tasks'
+    settings (sources, splits, limits, seeds), all of which are in the prompt set's config.
+    """
+    if cfg.prompts.get("tasks"):
+        if split not in (None, cfg.prompts.split):
+            raise ConfigError(f"prompts={cfg.prompts.name} is a suite of evaluation tasks with no {split!r} split; "
+                              "train PPO on another prompt set")
+        tasks = {name: typed(node, SuiteTaskConfig) for name, node in cfg.prompts.tasks.items()}
+        return load_suite(tasks), f"suite:{content_hash({k: dataclasses.asdict(v) for k, v in tasks.items()})}"
+    if not cfg.prompts.source:
+        raise ConfigError(f"prompts={cfg.prompts.name} names neither a source nor suite tasks")
     path, data_id = data_ref(cfg.prompts.source, cfg)
     split = split or cfg.prompts.split
     return load_prompts(path, split=split, limit=cfg.prompts.limit), f"{data_id or path}:{split}"
+
+
+def prompt_kind(cfg: DictConfig) -> str:
+    """The kind of the configured prompt set, known before loading it (picks the gold judge early)."""
+    return SUITE_KIND if cfg.prompts.get("tasks") else str(cfg.prompts.name)
+
+
+def check_gold_judge(cfg: DictConfig) -> None:
+    """Fail before any sampling or training when the gold judge cannot judge the configured prompts."""
+    kind = prompt_kind(cfg)
+    judge_key(cfg.judge, kind)
+    tasks = cfg.prompts.get("tasks") or {}
+    if judge_name(cfg.judge, kind) == "grader" and not cfg.judge.get("rm"):
+        needs = [t for t in tasks if judged_by_preference({"task": t})]
+        if needs:
+            raise ConfigError(f"prompts={cfg.prompts.name} includes {needs[0]}, graded by a preference judge against "
+                              "its reference outputs: set judge.rm=<train_rm id | folder | hub id>")
 
 
 def sample_config(cfg: DictConfig) -> DictConfig:
@@ -302,7 +335,7 @@ def pool_scores(
         pq.write_table(pa.table(rows), path)
         ctx.add_artifact("scores", path)
         ctx.info["scorer_stats"] = {"items": scorer.stats.items, "truncated": scorer.stats.truncated,
-                                    "parse_failures": scorer.stats.parse_failures}
+                                    "parse_failures": scorer.stats.parse_failures, **scorer.stats.extra}
         if getattr(scorer, "tokenizer_report", None):
             ctx.info["tokenizer"] = scorer.tokenizer_report
         return {"mean": float(flat.mean()), "std": float(flat.std()), "n": int(flat.size)}
@@ -353,6 +386,12 @@ def gold_judge(cfg: Any, kind: str) -> Scorer:
     if name == "rm":
         ref = rm(str(cfg.judge.rm), Store(cfg.paths.store))
         return RMGoldJudge(reward_scorer(ref, cfg.scorer, {"mode": "none"}), name=f"rm-gold:{ref.input_id}")
+    if name == "grader":
+        preference = None
+        if cfg.judge.get("rm"):
+            ref = rm(str(cfg.judge.rm), Store(cfg.paths.store))
+            preference = reward_scorer(ref, cfg.scorer, {"mode": "none"}, name=f"preference:{ref.input_id}")
+        return SuiteGraderJudge(preference, workers=int(cfg.judge.workers), timeout=float(cfg.judge.timeout))
     lm = ChatLM.from_pretrained(model_path(cfg, str(cfg.judge.model)))
     if str(cfg.judge.variant) == "prb":
         return PRBListJudge(lm)

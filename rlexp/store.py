@@ -52,6 +52,9 @@ def content_hash(obj: Any, length: int = 16) -> str:
 HASH_NEUTRAL: dict[tuple[str, str], Any] = {
     ("scorer", "tokenizer"): "auto",
     ("scorer", "tokenizer_check"): None,
+    ("prompts", "tasks"): {},  # suite prompt sets; every older prompt set has none
+    ("judge", "workers"): None,  # how many processes grade changes no score
+    ("judge", "timeout"): 60.0,
 }
 
 

@@ -163,14 +163,31 @@ class BenchmarkConfig:
 
 
 @dataclass
+class SuiteTaskConfig:
+    """One task of a suite prompt set (``rlexp.suite``); None fields take the task's own default."""
+
+    source: str | None = None  # hub id or local file/folder in the dataset's schema; None: the task's hub id
+    split: str | None = None  # None: the split the suite evaluates on (e.g. test)
+    shot_split: str | None = None  # where few-shot exchanges come from; None: the task's (e.g. train)
+    shots: int | None = None  # None: the Tulu 3 regime's count (GSM8K 8, MATH 4, BBH 3, PopQA 15)
+    limit: int | None = None  # a seeded subsample of this many rows
+    seed: int = 0
+
+
+@dataclass
 class PromptsConfig:
-    """A downstream prompt set: ``eval`` for measuring, ``train`` for PPO (disjoint)."""
+    """A downstream prompt set: ``eval`` for measuring, ``train`` for PPO (disjoint).
+
+    A *suite* prompt set names ``tasks`` (RewardBench 2's downstream tasks) instead of a
+    ``source`` of rlexp's prompt format; each task reads its own dataset.
+    """
 
     name: str = "personalized"
-    source: str = "sandbox:prompts/personalized"
+    source: str | None = "sandbox:prompts/personalized"
     split: str = "eval"
     train_split: str = "train"
     limit: int | None = None
+    tasks: dict[str, SuiteTaskConfig] = field(default_factory=dict)
 
 
 @dataclass
@@ -199,12 +216,15 @@ class SamplingConfig:
 
 @dataclass
 class JudgeConfig:
-    """The gold judge: auto (rubric for personalized, verifier for general), rubric, verifier, rm, llm."""
+    """The gold judge: auto (rubric for personalized, verifier for general, the task graders for a
+    suite), rubric, verifier, rm, llm, grader."""
 
     name: JudgeName = JudgeName.auto
-    rm: str | None = None  # for name=rm: an RM used as gold
+    rm: str | None = None  # for name=rm: an RM used as gold; for grader: AlpacaEval's preference judge
     model: str | None = None  # for name=llm: a causal LM folder / hub id / lineage name
     variant: JudgeVariant = JudgeVariant.lampqa  # for name=llm
+    workers: int = 2  # grader: processes grading in parallel
+    timeout: float = 60.0  # grader: seconds per sample before it counts as failed
 
     def __post_init__(self) -> None:
         coerce_choices(self, "judge")

@@ -148,13 +148,18 @@ class PRBItem:
 
 @dataclass(frozen=True)
 class PromptItem:
-    """A downstream prompt. ``hidden`` holds what only gold judges may read (answers, aspects)."""
+    """A downstream prompt. ``hidden`` holds what only gold judges may read (answers, aspects).
+
+    ``shots`` are few-shot (user, assistant) exchanges the policy sees as earlier chat turns
+    (a suite task's regime); reward models and judges see ``prompt`` alone.
+    """
 
     prompt_id: str
     prompt: str
-    kind: str  # "personalized" | "general"
+    kind: str  # "personalized" | "general" | "suite"
     profile: tuple[ProfilePost, ...] = ()
     hidden: dict[str, Any] = field(default_factory=dict)
+    shots: tuple[tuple[str, str], ...] = ()
 
 
 # rlexp's own on-disk formats (sandbox output and user-supplied files of the same shape).

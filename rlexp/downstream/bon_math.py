@@ -196,8 +196,12 @@ def bon_curve(
     gold: np.ndarray,
     ks: Sequence[int] | None = None,
     prompt_ids: Sequence[Any] | None = None,
+    prompt_weights: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """BoN statistics over prompts for several k, from ``[P, n]`` RM and gold score matrices.
+
+    Means over prompts are plain, or weighted by ``prompt_weights`` (a suite weights each task's
+    prompts by 1 / its prompt count, so the curve is the unweighted mean over tasks).
 
     For each k (default :func:`default_ks`):
 
@@ -239,9 +243,14 @@ def bon_curve(
     rows = np.arange(n_prompts)
     per_first = np.stack([gold_arr[rows, np.argmax(rm_arr[:, :k], axis=1)] for k in k_list], axis=1)
 
-    bon_at_1 = float(gold_arr.mean())
-    bon = {k: float(v) for k, v in zip(k_list, per_bon.mean(axis=0), strict=True)}
-    oracle = {k: float(v) for k, v in zip(k_list, per_oracle.mean(axis=0), strict=True)}
+    w = None if prompt_weights is None else np.asarray(prompt_weights, dtype=np.float64)
+
+    def mean(per: np.ndarray) -> dict[int, float]:
+        means = np.average(per, axis=0, weights=w)
+        return {k: float(v) for k, v in zip(k_list, means, strict=True)}
+
+    bon_at_1 = float(np.average(gold_arr.mean(axis=1), weights=w))
+    bon, oracle = mean(per_bon), mean(per_oracle)
     gain, normalised = _gains(bon, oracle, bon_at_1)
     return {
         "ks": k_list,
@@ -249,9 +258,9 @@ def bon_curve(
         "num_prompts": n_prompts,
         "bon_at_1": bon_at_1,
         "bon": bon,
-        "first_k": {k: float(v) for k, v in zip(k_list, per_first.mean(axis=0), strict=True)},
+        "first_k": mean(per_first),
         "oracle": oracle,
-        "proxy": {k: float(v) for k, v in zip(k_list, per_proxy.mean(axis=0), strict=True)},
+        "proxy": mean(per_proxy),
         "gain": gain,
         "normalised_gain": normalised,
         "per_prompt": {"bon": per_bon, "first_k": per_first, "oracle": per_oracle, "proxy": per_proxy},

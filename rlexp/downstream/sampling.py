@@ -34,13 +34,16 @@ POOL_SCHEMA = pa.schema(
 
 
 def chat_messages(item: PromptItem, profile_k: int) -> list[dict[str, str]]:
-    """The policy's conversation: personalized prompts carry the rendered profile (reference §4)."""
+    """The policy's conversation: personalized prompts carry the rendered profile (reference §4); a
+    suite task's few-shot exchanges come as earlier turns (the Tulu 3 regime's multiturn few-shot)."""
     if item.kind == "personalized" and item.profile:
         return [
             {"role": "system", "content": SYSTEM_PERSONALIZED},
             {"role": "user", "content": policy_prompt(item.prompt, item.profile, profile_k)},
         ]
-    return [{"role": "user", "content": item.prompt}]
+    turns = [{"role": role, "content": text} for shot in item.shots
+             for role, text in zip(("user", "assistant"), shot, strict=True)]
+    return [*turns, {"role": "user", "content": item.prompt}]
 
 
 def _chunk_seed(seed: int, index: int) -> int:

@@ -17,6 +17,7 @@ from rlexp.config.nodes import JudgeConfig, ProfileConfig, ScorerConfig
 from rlexp.errors import ConfigError
 from rlexp.scoring.planner import make_planner
 from rlexp.scoring.reward_model import RewardModelScorer
+from rlexp.suite import KIND as SUITE_KIND
 
 
 @dataclass(frozen=True)
@@ -48,11 +49,14 @@ def reward_scorer(rm: RMRef, scorer: Any, profile: Any, *, name: str | None = No
 
 
 def judge_name(judge: Mapping[str, Any] | JudgeConfig, kind: str) -> str:
-    """``auto`` picks the sandbox rubric judge for personalized prompts and the verifier otherwise."""
+    """``auto`` picks the sandbox rubric judge for personalized prompts, the task graders for a suite
+    and the verifier otherwise."""
     judge_cfg: JudgeConfig = typed(judge, JudgeConfig)
     name = judge_cfg.name
     if name == JudgeName.auto:
-        return "rubric" if kind == "personalized" else "verifier"
+        return {"personalized": "rubric", SUITE_KIND: "grader"}.get(kind, "verifier")
+    if name == JudgeName.grader and kind != SUITE_KIND:
+        raise ConfigError(f"judge=grader grades the suite's tasks, not {kind} prompts (judge=auto picks a judge)")
     # The schema's None default outlives the group's ??? (OmegaConf merges never apply MISSING),
     # so an unset judge model is caught here, before any sampling, instead of as a bad path later.
     if name == JudgeName.rm and not judge_cfg.rm:
@@ -72,4 +76,23 @@ def judge_key(judge: Mapping[str, Any] | JudgeConfig, kind: str) -> dict[str, An
     if name == "llm":
         key["model"] = str(judge_cfg.model)
         key["variant"] = str(judge_cfg.variant)
+    if name == "grader":
+        # A grader library's release can change a grade, so the versions are part of the cache key.
+        key["libraries"] = grader_versions()
+        key["timeout"] = judge_cfg.timeout
+        if judge_cfg.rm:
+            key["preference"] = str(judge_cfg.rm)
     return key
+
+
+def grader_versions() -> dict[str, str]:
+    """The installed versions of the suite's grader libraries (``missing`` where absent)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for dist in ("lm-eval", "math-verify", "evalplus", "alpaca-eval"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "missing"
+    return out

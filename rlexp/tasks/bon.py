@@ -21,6 +21,7 @@ from rlexp.errors import ConfigError
 from rlexp.runtime import RunContext, execute, hydra_entry
 from rlexp.scoring.factory import judge_key, reward_scorer
 from rlexp.store import Record, Store
+from rlexp.suite import KIND as SUITE_KIND
 
 
 def _gains_by_group(prompts: list[Any], gain: np.ndarray, oracle_gain: np.ndarray, cfg: DictConfig) -> dict[str, Any]:
@@ -45,15 +46,28 @@ def _gains_by_group(prompts: list[Any], gain: np.ndarray, oracle_gain: np.ndarra
     return out
 
 
+def suite_weights(prompts: list[Any]) -> np.ndarray | None:
+    """Per-prompt weights that make a suite's means the unweighted mean over its tasks (RewardBench 2's
+    "downstream average"); None for any other prompt set. Normalised to mean 1."""
+    if not prompts or prompts[0].kind != SUITE_KIND:
+        return None
+    tasks = [str(p.hidden["task"]) for p in prompts]
+    counts = {t: tasks.count(t) for t in set(tasks)}
+    w = np.array([1.0 / counts[t] for t in tasks])
+    return w / w.mean()
+
+
 def _bon(ctx: RunContext, cfg: DictConfig, pool: Record, prompts: list[Any], rm_scores: np.ndarray,
          gold: np.ndarray, ks: list[int], info: dict[str, Any]) -> dict[str, Any]:
     prompt_ids = [p.prompt_id for p in prompts]
-    curve = bon_curve(rm_scores, gold, ks, prompt_ids)
+    weights = suite_weights(prompts)
+    curve = bon_curve(rm_scores, gold, ks, prompt_ids, prompt_weights=weights)
     per = curve["per_prompt"]
     base = gold.mean(axis=1)  # per-prompt BoN@1
+    w = np.ones(len(prompts)) if weights is None else weights
     gain_ci, norm = {}, {}
     for c, k in enumerate(curve["ks"]):
-        gain_ci[k] = bootstrap_ci(per["bon"][:, c] - base, n_boot=cfg.n_boot, seed=cfg.seed)
+        gain_ci[k] = bootstrap_ci((per["bon"][:, c] - base) * w, n_boot=cfg.n_boot, seed=cfg.seed)
         norm[k] = curve["normalised_gain"][k]
     n = curve["n"]
     metrics = {
@@ -81,8 +95,20 @@ def _bon(ctx: RunContext, cfg: DictConfig, pool: Record, prompts: list[Any], rm_
     by_group = _gains_by_group(prompts, per["bon"][:, -1] - base, per["oracle"][:, -1] - base, cfg)
     if by_group:
         metrics["by_group"] = by_group
+    if weights is not None:
+        # The curve is already the mean over tasks; this names it as the paper does and adds each
+        # task's own BoN@1 and BoN@n (its metric on the first and the RM-selected sample).
+        metrics["downstream_average"] = {"tasks": sorted(by_group) if by_group else [str(prompts[0].hidden["task"])],
+                                         "bon_at_1": curve["bon_at_1"], "bon_at_n": curve["bon"][curve["ks"][-1]],
+                                         "gain_at_n": metrics["gain_at_n"], "gain_at_n_ci": metrics["gain_at_n_ci"]}
+        for name, group in (by_group or {}).items():
+            ix = [i for i, p in enumerate(prompts) if p.hidden["task"] == name]
+            group["bon_at_1"] = float(base[ix].mean())
+            group["bon_at_n"] = float(per["bon"][ix, -1].mean())
     # Per-prompt selections at every k, for prompt-level bootstraps downstream.
     rows = {"prompt_id": prompt_ids, "bon_at_1": base.tolist()}
+    if weights is not None:
+        rows["weight"] = weights.tolist()
     for c, k in enumerate(curve["ks"]):
         rows[f"bon@{k}"] = per["bon"][:, c].tolist()
         rows[f"oracle@{k}"] = per["oracle"][:, c].tolist()
@@ -107,7 +133,7 @@ def run(cfg: DictConfig) -> Record:
     else:
         ks = default_ks(cfg.sampling.n)
     rm = inputs.rm(cfg.rm, Store(cfg.paths.store))
-    judge_key(cfg.judge, cfg.prompts.name)  # a bad judge config fails before sampling
+    inputs.check_gold_judge(cfg)  # a bad judge config fails before sampling
     pool, prompts = inputs.pool(cfg)
     kind = prompts[0].kind if prompts else cfg.prompts.name
     gold_key = judge_key(cfg.judge, kind)
@@ -118,6 +144,10 @@ def run(cfg: DictConfig) -> Record:
     ids = {"pool": pool.id, "rm_scores": rm_sid, "gold_scores": gold_sid}
     info = {"rm": {"id": rm.input_id, "lineage": rm.lineage}, "policy_lineage": str(cfg.model.lineage),
             "prompts": cfg.prompts.name, "judge": gold_key}
+    gold_stats = Store(cfg.paths.store).get(gold_sid).info.get("scorer_stats", {})
+    failures = {k: v for k, v in gold_stats.items() if k.startswith("grader_")}
+    if failures:
+        info["gold_failures"] = failures
     return execute("bon", cfg, lambda ctx: _bon(ctx, cfg, pool, prompts, rm_scores, gold, ks, info), ids)
 
 

@@ -252,7 +252,7 @@ def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str
 def run(cfg: DictConfig) -> Record:
     """Train (or find) the policy ``cfg`` describes and measure its gold gain."""
     _validate(cfg)
-    judge_key(cfg.judge, cfg.prompts.name)  # a bad judge config fails before any training
+    inputs.check_gold_judge(cfg)  # a bad judge config fails before any training
     policy_path, policy_id, policy_lineage = inputs.policy(cfg)
     check_generation_length(policy_path, int(cfg.trainer.response_length), "trainer.response_length")
     check_generation_length(policy_path, int(cfg.sampling.max_new_tokens), "sampling.max_new_tokens")

@@ -1,0 +1,65 @@
+"""What one downstream task of the RewardBench 2 suite is: its data, its prompt regime, its grader.
+
+A :class:`SuiteTask` is a plain record of functions, one per task module (``gsm8k.py``, ...), so
+each task reads top to bottom in its own file: which dataset and columns it needs, how a row
+becomes the policy's prompt (with the Tulu 3 regime's few-shot turns), and which library grades a
+response. :mod:`rlexp.suite.loading` turns a task and its settings into prompt items;
+:func:`rlexp.suite.grade` grades one response (in a worker process: some graders use
+``signal.alarm``, which only works in a process's main thread).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rlexp.data.loaders.validation import At
+
+#: A few-shot example as one (user, assistant) exchange placed before the question.
+Shot = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One dataset row with where it came from (for errors) and its subtask (MATH subject, BBH task)."""
+
+    data: Mapping[str, Any]
+    at: At
+    group: str
+
+
+@dataclass(frozen=True)
+class SuiteTask:
+    """One task of the suite.
+
+    ``prompt(row)`` returns (the user turn the policy and the RM see, the grader's hidden fields);
+    ``shots(row, pool, k)`` the k few-shot exchanges for ``row`` (``pool``: the rows of
+    ``shot_split``, or of the eval split when that is None); ``grade(response, hidden)`` is the
+    library grader's score in [0, 1], or None for a task graded by a judge (AlpacaEval).
+    """
+
+    name: str
+    hub_id: str
+    split: str
+    required: tuple[str, ...]
+    prompt: Callable[[Row], tuple[str, dict[str, Any]]]
+    grade: Callable[[str, Mapping[str, Any]], float] | None
+    shots: Callable[[Row, Sequence[Row], int], list[Shot]] | None = None
+    default_shots: int = 0
+    shot_split: str | None = None
+    # Hub configs read one by one (MATH subjects, BBH subtasks), or a function listing them.
+    configs: tuple[str, ...] | Callable[[], tuple[str, ...]] = ()
+    group_field: str | None = None  # the column naming a row's subtask, when rows carry it
+    id_field: str | None = None  # the dataset's own row id, when it has one
+    regime: str = ""  # the Tulu 3 regime in words (docs and records)
+
+
+def text(row: Row, field: str) -> str:
+    """A required non-empty string field of ``row`` (one-line error naming file, row and field)."""
+    value = row.data.get(field)
+    if value is None:
+        raise row.at.error(field, "missing")
+    if not isinstance(value, str) or not value.strip():
+        raise row.at.error(field, f"expected a non-empty string, got {type(value).__name__} {str(value)[:40]!r}")
+    return value

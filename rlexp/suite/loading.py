@@ -1,0 +1,94 @@
+"""Suite tasks as prompt items: rows from a hub id or a local file/folder in the dataset's own
+schema, checked, subsampled with a recorded seed, rendered in the task's Tulu 3 regime.
+
+A local source is read like every rlexp source (a file, or a folder whose files name their split
+as the hub does). Subtasks (MATH subjects, BBH tasks) come from a row column when the dataset has
+one, else from the hub config or the file (or folder) name. Few-shot exchanges come from the
+task's ``shot_split`` of the same source; a single local file serves as its own shot source, the
+question's own row excluded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from rlexp.config.nodes import SuiteTaskConfig
+from rlexp.data.loaders.sources import Chunk, read_hub, read_source, resolve_source
+from rlexp.data.loaders.validation import At, UniqueIds, check_limit
+from rlexp.data.schemas import PromptItem
+from rlexp.errors import DataError
+from rlexp.suite import KIND, task
+from rlexp.suite.base import Row, SuiteTask
+
+
+def _chunks(spec: SuiteTask, source: str, split: str) -> list[tuple[Chunk, str | None]]:
+    """(chunk, subtask named by its hub config or file) for every part of the source."""
+    ref = resolve_source(source)
+    if ref.kind == "hub":
+        configs = spec.configs() if callable(spec.configs) else spec.configs
+        return [(read_hub(ref.value, config=c, split=split, revision=None), c if len(configs) > 1 else None)
+                for c in configs or [None]]
+    out = []
+    for chunk in read_source(ref.path, split=split, config=None, revision=None):
+        path = Path(chunk.label)
+        named = path.parent.name if path.stem.lower().startswith(split.lower()) else path.stem
+        out.append((chunk, named))
+    return out
+
+
+def _rows(spec: SuiteTask, source: str, split: str) -> list[Row]:
+    rows = []
+    for chunk, named in _chunks(spec, source, split):
+        missing = [c for c in spec.required if c not in chunk.columns]
+        if missing:
+            shown = ", ".join(sorted(chunk.columns)[:12])
+            raise DataError(f"{chunk.label}: {spec.name} needs column {missing[0]!r} (columns: {shown})")
+        for data, position in zip(chunk.rows, chunk.positions, strict=True):
+            group = str(data.get(spec.group_field) or "") if spec.group_field else ""
+            rows.append(Row(data, At(chunk.label, position), group or named or spec.name))
+    if not rows:
+        raise DataError(f"{source}: no {spec.name} rows in split {split!r}")
+    return rows
+
+
+def _subsample(rows: list[Row], limit: int | None, seed: int) -> list[Row]:
+    """``limit`` rows drawn without replacement by ``seed``, kept in file order."""
+    if limit is None or limit >= len(rows):
+        return rows
+    picked = np.sort(np.random.default_rng(seed).choice(len(rows), size=limit, replace=False))
+    return [rows[i] for i in picked]
+
+
+def load_task(name: str, cfg: SuiteTaskConfig) -> list[PromptItem]:
+    """One task's prompt items (``hidden`` carries ``task``, ``group`` and the grader's fields)."""
+    spec = task(name)
+    check_limit(cfg.limit)
+    source = cfg.source or spec.hub_id
+    split = cfg.split or spec.split
+    rows = _subsample(_rows(spec, source, split), cfg.limit, cfg.seed)
+    k = spec.default_shots if cfg.shots is None else int(cfg.shots)
+    pool: Sequence[Row] = ()
+    if spec.shots is not None and k > 0:
+        pool = _rows(spec, source, cfg.shot_split or spec.shot_split) if spec.shot_split else rows
+    ids = UniqueIds("prompt_id")
+    items = []
+    for index, row in enumerate(rows):
+        native = row.data.get(spec.id_field) if spec.id_field else None
+        row.at.row_id = str(native) if native is not None else None
+        prompt, hidden = spec.prompt(row)
+        prompt_id = f"{name}:{native}" if native is not None else f"{name}:{row.group}:{index:05d}"
+        ids.add(prompt_id, row.at)
+        shots = spec.shots(row, [r for r in pool if r.data is not row.data], k) if pool else []
+        items.append(PromptItem(prompt_id, prompt, KIND, (), {"task": name, "group": row.group, **hidden},
+                                tuple(shots)))
+    return items
+
+
+def load_suite(tasks: Mapping[str, SuiteTaskConfig]) -> list[PromptItem]:
+    """The prompt items of every task, task after task in the given order."""
+    if not tasks:
+        raise DataError("a suite prompt set names no tasks")
+    return [item for name, cfg in tasks.items() for item in load_task(str(name), cfg)]
