@@ -48,11 +48,10 @@ from rlexp.runtime import RunContext, execute
 from rlexp.sandbox.judges import rubric_score, verifier_score
 from rlexp.sandbox.materialise import WORLD_VERSION, materialise
 from rlexp.scorer import Scorer
-from rlexp.scoring.factory import RMRef, judge_key, judge_name, reward_scorer, typed
+from rlexp.scoring.factory import RMRef, judge_name, reward_scorer, typed
 from rlexp.scoring.judges import AspectLLMJudge, PRBListJudge, RMGoldJudge, SandboxJudge
-from rlexp.scoring.suite_grader import SuiteGraderJudge, judged_by_preference
+from rlexp.scoring.suite_grader import SuiteGraderJudge
 from rlexp.store import Record, Store, content_hash
-from rlexp.suite import KIND as SUITE_KIND
 from rlexp.suite.loading import load_suite
 
 # --- the sandbox world and data references ----------------------------------------------------
@@ -234,23 +233,6 @@ def prompt_set(cfg: DictConfig, split: str | None = None) -> tuple[list[PromptIt
     path, data_id = data_ref(cfg.prompts.source, cfg)
     split = split or cfg.prompts.split
     return load_prompts(path, split=split, limit=cfg.prompts.limit), f"{data_id or path}:{split}"
-
-
-def prompt_kind(cfg: DictConfig) -> str:
-    """The kind of the configured prompt set, known before loading it (picks the gold judge early)."""
-    return SUITE_KIND if cfg.prompts.get("tasks") else str(cfg.prompts.name)
-
-
-def check_gold_judge(cfg: DictConfig) -> None:
-    """Fail before any sampling or training when the gold judge cannot judge the configured prompts."""
-    kind = prompt_kind(cfg)
-    judge_key(cfg.judge, kind)
-    tasks = cfg.prompts.get("tasks") or {}
-    if judge_name(cfg.judge, kind) == "grader" and not cfg.judge.get("rm"):
-        needs = [t for t in tasks if judged_by_preference({"task": t})]
-        if needs:
-            raise ConfigError(f"prompts={cfg.prompts.name} includes {needs[0]}, graded by a preference judge against "
-                              "its reference outputs: set judge.rm=<train_rm id | folder | hub id>")
 
 
 def sample_config(cfg: DictConfig) -> DictConfig:

@@ -36,6 +36,7 @@ from rlexp.analysis.figures import all_figures
 from rlexp.analysis.front_page import page_one
 from rlexp.analysis.markdown import markdown_table
 from rlexp.analysis.study_table import StudyContext, StudyTable
+from rlexp.analysis.suite_table import suite_section
 from rlexp.analysis.values import is_missing as _nan
 
 STAT_LABELS = {"spearman": "Spearman ρ", "kendall": "Kendall τ-b", "pearson": "Pearson r"}
@@ -207,6 +208,7 @@ def report_markdown(study: StudyTable, corr: pd.DataFrame, settings: Mapping[str
     lines += subgroup_section(study.context)
     lines += reward_models_section(study)
     lines += downstream_section(study)
+    lines += suite_section(study)
     lines += figures_section()
     lines += provenance_section(study, settings)
     return "\n".join(lines)

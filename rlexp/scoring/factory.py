@@ -18,6 +18,7 @@ from rlexp.errors import ConfigError
 from rlexp.scoring.planner import make_planner
 from rlexp.scoring.reward_model import RewardModelScorer
 from rlexp.suite import KIND as SUITE_KIND
+from rlexp.suite import task as suite_task
 
 
 @dataclass(frozen=True)
@@ -96,3 +97,20 @@ def grader_versions() -> dict[str, str]:
         except PackageNotFoundError:
             out[dist] = "missing"
     return out
+
+
+def prompt_kind(prompts: Mapping[str, Any]) -> str:
+    """The kind of a prompt set's items, known from its config before loading it (picks the judge early)."""
+    return SUITE_KIND if prompts.get("tasks") else str(prompts.get("name"))
+
+
+def check_gold_judge(judge: Mapping[str, Any] | JudgeConfig, prompts: Mapping[str, Any]) -> None:
+    """Fail before any sampling or training when ``judge`` cannot judge the ``prompts`` set."""
+    kind = prompt_kind(prompts)
+    judge_key(judge, kind)
+    judge_cfg: JudgeConfig = typed(judge, JudgeConfig)
+    if judge_name(judge_cfg, kind) == "grader" and not judge_cfg.rm:
+        needs = [t for t in prompts.get("tasks") or {} if suite_task(str(t)).grade is None]
+        if needs:
+            raise ConfigError(f"prompts={prompts.get('name')} includes {needs[0]}, graded by a preference judge "
+                              "against its reference outputs: set judge.rm=<train_rm id | folder | hub id>")

@@ -27,6 +27,7 @@ class Row:
     data: Mapping[str, Any]
     at: At
     group: str
+    index: int = 0  # position in the task's full split (before any subsample)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ sample, never a hung or damaged run.
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import sys
@@ -24,9 +25,11 @@ _FENCE = re.compile(r"```(?:python|py)?\s*\n(.*?)(?:```|$)", re.S)
 # Runs in the child: sockets off, EvalPlus's guard on, then the program (read from stdin). Only a
 # program that runs to its end passes: ``raise SystemExit(0)`` in a sample is a failure too.
 _RUNNER = """
-import os, socket, sys
+import os, resource, socket, sys
 program = sys.stdin.read()
 _exit = os._exit
+# CPU seconds: the kernel ends a loop even if every process above this one is gone.
+resource.setrlimit(resource.RLIMIT_CPU, (int(sys.argv[1]) + 1, int(sys.argv[1]) + 1))
 def _no_network(*a, **k):
     raise OSError("network access is disabled while grading")
 socket.socket = socket.create_connection = _no_network
@@ -57,11 +60,23 @@ def program(response: str, hidden: Mapping[str, Any]) -> str:
     return f"{code}\n\n{hidden['test']}\n\ncheck({hidden['entry_point']})\n"
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when the grading worker dies (a worker killed at its own
+    timeout must not leave a looping sample behind), where Linux's prctl is there."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def run(source: str, timeout: float = TIMEOUT_S) -> str:
     """``passed``, ``failed`` or ``timeout`` for a program run in a guarded child process."""
     try:
-        done = subprocess.run([sys.executable, "-I", "-c", _RUNNER], input=source, capture_output=True, text=True,
-                              timeout=timeout)
+        done = subprocess.run([sys.executable, "-I", "-c", _RUNNER, str(max(1, math.ceil(timeout)))], input=source,
+                              capture_output=True, text=True, timeout=timeout, preexec_fn=_die_with_parent)
     except subprocess.TimeoutExpired:
         return "timeout"
     return "passed" if done.returncode == 0 else "failed"

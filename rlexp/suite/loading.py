@@ -48,7 +48,7 @@ def _rows(spec: SuiteTask, source: str, split: str) -> list[Row]:
             raise DataError(f"{chunk.label}: {spec.name} needs column {missing[0]!r} (columns: {shown})")
         for data, position in zip(chunk.rows, chunk.positions, strict=True):
             group = str(data.get(spec.group_field) or "") if spec.group_field else ""
-            rows.append(Row(data, At(chunk.label, position), group or named or spec.name))
+            rows.append(Row(data, At(chunk.label, position), group or named or spec.name, len(rows)))
     if not rows:
         raise DataError(f"{source}: no {spec.name} rows in split {split!r}")
     return rows

@@ -17,9 +17,10 @@ from omegaconf import DictConfig
 
 from rlexp import inputs
 from rlexp.downstream.bon_math import bon_curve, bootstrap_ci, default_ks, rank_agreement
+from rlexp.downstream.pool_scoring import pool_matrix
 from rlexp.errors import ConfigError
 from rlexp.runtime import RunContext, execute, hydra_entry
-from rlexp.scoring.factory import judge_key, reward_scorer
+from rlexp.scoring.factory import check_gold_judge, judge_key, reward_scorer
 from rlexp.store import Record, Store
 from rlexp.suite import KIND as SUITE_KIND
 
@@ -55,6 +56,26 @@ def suite_weights(prompts: list[Any]) -> np.ndarray | None:
     counts = {t: tasks.count(t) for t in set(tasks)}
     w = np.array([1.0 / counts[t] for t in tasks])
     return w / w.mean()
+
+
+def _alpaca_lc(cfg: DictConfig, pool: Record, prompts: list[Any], rm_scores: np.ndarray,
+               gold: np.ndarray) -> dict[str, Any]:
+    """AlpacaEval 2's length-controlled win rate of the first sample and of the RM's pick among all n
+    (ties to the earliest), or why it could not be computed (its GLM needs AlpacaEval's hub files)."""
+    from rlexp.suite.alpacaeval import lc_win_rate
+
+    ix = [i for i, p in enumerate(prompts) if p.hidden["task"] == "alpacaeval"]
+    every, _ = pool_matrix(str(Store(cfg.paths.store).resolve(pool.artifacts["pool"])), prompts)
+    texts = [every[i] for i in ix]
+    picks = {"first_sample": [0] * len(ix), "bon_at_n": [int(np.argmax(rm_scores[i])) for i in ix]}
+    args = ([prompts[i].prompt for i in ix], [prompts[i].hidden["index"] for i in ix],
+            [prompts[i].hidden["reference"] for i in ix])
+    try:
+        return {"lc_win_rate": {name: lc_win_rate(*args, [texts[r][j] for r, j in enumerate(pick)],
+                                                  [gold[i, j] for i, j in zip(ix, pick, strict=True)])
+                                for name, pick in picks.items()}}
+    except Exception as exc:  # noqa: BLE001 - an optional extra: say why, keep the record
+        return {"lc_win_rate": None, "lc_win_rate_note": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
 
 
 def _bon(ctx: RunContext, cfg: DictConfig, pool: Record, prompts: list[Any], rm_scores: np.ndarray,
@@ -105,6 +126,8 @@ def _bon(ctx: RunContext, cfg: DictConfig, pool: Record, prompts: list[Any], rm_
             ix = [i for i, p in enumerate(prompts) if p.hidden["task"] == name]
             group["bon_at_1"] = float(base[ix].mean())
             group["bon_at_n"] = float(per["bon"][ix, -1].mean())
+        if by_group and "alpacaeval" in by_group:
+            by_group["alpacaeval"].update(_alpaca_lc(cfg, pool, prompts, rm_scores, gold))
     # Per-prompt selections at every k, for prompt-level bootstraps downstream.
     rows = {"prompt_id": prompt_ids, "bon_at_1": base.tolist()}
     if weights is not None:
@@ -133,7 +156,7 @@ def run(cfg: DictConfig) -> Record:
     else:
         ks = default_ks(cfg.sampling.n)
     rm = inputs.rm(cfg.rm, Store(cfg.paths.store))
-    inputs.check_gold_judge(cfg)  # a bad judge config fails before sampling
+    check_gold_judge(cfg.judge, cfg.prompts)  # a bad judge config fails before sampling
     pool, prompts = inputs.pool(cfg)
     kind = prompts[0].kind if prompts else cfg.prompts.name
     gold_key = judge_key(cfg.judge, kind)

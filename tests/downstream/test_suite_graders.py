@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from rlexp.config.nodes import SuiteTaskConfig
@@ -123,6 +124,9 @@ def test_grader_crash_and_hang_are_counted_failures() -> None:
     assert out.tolist() == [0.0, 1.0]
     assert hang.stats.extra["grader_timeouts"] == {"humanevalplus": 1}
     assert time.monotonic() - start < 30
+    # The killed worker's sample process went with it (no orphan left looping on a core).
+    time.sleep(0.5)
+    assert not [p.pid for p in psutil.process_iter(["cmdline"]) if "_no_network" in " ".join(p.info["cmdline"] or [])]
 
 
 def test_suite_loading_shots_limits_and_ids() -> None:

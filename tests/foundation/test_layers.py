@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("scoring",),  # scorers: reward models, judges, planners
     ("models",),  # lineages, tiny models, loading, RM training
     ("benchmarks", "analysis", "sandbox"),  # benchmark maths, statistics and report, the world
+    ("suite",),  # RewardBench 2's downstream tasks: data, prompt regimes, library graders
     ("scorer",),  # the scorer contract
     ("data",),  # schemas, loaders, mixes, formatting
     ("store", "config"),  # records; typed config schemas
