@@ -75,7 +75,8 @@ def _alpaca_lc(cfg: DictConfig, pool: Record, prompts: list[Any], rm_scores: np.
                                                   [gold[i, j] for i, j in zip(ix, pick, strict=True)])
                                 for name, pick in picks.items()}}
     except Exception as exc:  # noqa: BLE001 - an optional extra: say why, keep the record
-        return {"lc_win_rate": None, "lc_win_rate_note": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
+        return {"lc_win_rate": None, "lc_win_rate_note": "alpaca_eval's length-controlled GLM needs its hub files "
+                f"(HF_HUB_OFFLINE=0 with hub access): {type(exc).__name__}: {str(exc).splitlines()[0][:120]}"}
 
 
 def _bon(ctx: RunContext, cfg: DictConfig, pool: Record, prompts: list[Any], rm_scores: np.ndarray,

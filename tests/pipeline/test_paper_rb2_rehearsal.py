@@ -1,0 +1,39 @@
+"""The paper_rb2 preset rehearsed on this CPU: tiny lineages, sandbox RB2 and the suite's fixture rows
+substituted by the paper_rb2_rehearsal overrides, end to end to the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rlexp.store import Store
+from tests.conftest import compose
+
+
+@pytest.mark.slow
+def test_paper_rb2_rehearsal_reports_rb2_vs_downstream(world: Path, rms: dict[str, str]) -> None:
+    from rlexp.tasks import study
+
+    items = ["sampling=default", "sampling.n=4", "sampling.max_new_tokens=32", "n_boot=100",
+             f"judge.rm={rms['llama_personal']}"]
+    bon = "[" + ",".join(f"'{i}'" for i in items) + "]"
+    # study.overrides.model=[]: the shared world's lineages, so only the rehearsal's own steps run here.
+    record = study.run(compose("study", "experiment=paper_rb2_rehearsal", "study.overrides.model=[]",
+                               f"study.overrides.bon={bon}"))
+    store = Store(world / "runs")
+    report = store.resolve(record.artifacts["report"]).read_text()
+    bons = [store.get(i, "bon") for i in record.inputs.values() if store.exists("bon", i)]
+    assert len(bons) == 4  # 2 lineages x 2 mixes, every one on the suite
+    assert all(set(b.metrics["by_group"]) == {"gsm8k", "math", "ifeval", "alpacaeval", "bbh", "popqa",
+                                              "humanevalplus"} for b in bons)
+    # Page one pairs RB2's average with the downstream average (the suite's BoN gain column).
+    page = report.split("\n# Appendices\n", 1)[0]
+    assert "`rb2/overall`" in page and "bon/rb2_suite_fixtures/gain@4" in page
+    # The paper's table: rows tasks (and the downstream average), columns RB2 average and subsets.
+    section = report.split("### RewardBench 2 vs the downstream suite", 1)[1]
+    header = next(line for line in section.splitlines() if line.startswith("| task |"))
+    assert header == "| task | RB2 avg | Factuality | Precise IF | Math | Safety | Focus | Ties |"
+    rows = [line.split(" | ")[0].strip("| *") for line in section.splitlines()[section.splitlines().index(header) + 2:]
+            if line.startswith("| ")][:8]
+    assert rows == ["gsm8k", "math", "ifeval", "alpacaeval", "bbh", "popqa", "humanevalplus", "Downstream avg"]
