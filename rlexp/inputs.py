@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlexp.config import CONF_DIR
 from rlexp.config.choices import JudgeName, SamplingBackend
-from rlexp.config.nodes import ModelConfig, SamplingConfig, SuiteTaskConfig
+from rlexp.config.nodes import ModelConfig, SamplingConfig
 from rlexp.config.tasks import DataConfig, SampleConfig
 from rlexp.data.loaders import load_prompts
 from rlexp.data.schemas import PromptItem
@@ -48,11 +48,11 @@ from rlexp.runtime import RunContext, execute
 from rlexp.sandbox.judges import rubric_score, verifier_score
 from rlexp.sandbox.materialise import WORLD_VERSION, materialise
 from rlexp.scorer import Scorer
-from rlexp.scoring.factory import RMRef, judge_name, reward_scorer, typed
+from rlexp.scoring.factory import RMRef, judge_name, reward_scorer
 from rlexp.scoring.judges import AspectLLMJudge, PRBListJudge, RMGoldJudge, SandboxJudge
 from rlexp.scoring.suite_grader import SuiteGraderJudge
 from rlexp.store import Record, Store, content_hash
-from rlexp.suite.loading import load_suite
+from rlexp.suite.loading import load_suite, task_settings
 
 # --- the sandbox world and data references ----------------------------------------------------
 
@@ -226,7 +226,7 @@ def prompt_set(cfg: DictConfig, split: str | None = None) -> tuple[list[PromptIt
         if split not in (None, cfg.prompts.split):
             raise ConfigError(f"prompts={cfg.prompts.name} is a suite of evaluation tasks with no {split!r} split; "
                               "train PPO on another prompt set")
-        tasks = {name: typed(node, SuiteTaskConfig) for name, node in cfg.prompts.tasks.items()}
+        tasks = task_settings(cfg.prompts.tasks)
         return load_suite(tasks), f"suite:{content_hash({k: dataclasses.asdict(v) for k, v in tasks.items()})}"
     if not cfg.prompts.source:
         raise ConfigError(f"prompts={cfg.prompts.name} names neither a source nor suite tasks")

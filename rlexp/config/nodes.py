@@ -187,7 +187,10 @@ class PromptsConfig:
     split: str = "eval"
     train_split: str = "train"
     limit: int | None = None
-    tasks: dict[str, SuiteTaskConfig] = field(default_factory=dict)
+    # task name -> SuiteTaskConfig fields. Untyped here so that `+prompts.tasks.<task>.limit=5` can add a
+    # task from the command line (OmegaConf cannot add an entry to a dict of dataclasses); checked
+    # against SuiteTaskConfig when the prompt set is used (rlexp.suite.loading.task_settings).
+    tasks: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

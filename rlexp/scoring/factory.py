@@ -19,6 +19,7 @@ from rlexp.scoring.planner import make_planner
 from rlexp.scoring.reward_model import RewardModelScorer
 from rlexp.suite import KIND as SUITE_KIND
 from rlexp.suite import task as suite_task
+from rlexp.suite.loading import task_settings
 
 
 @dataclass(frozen=True)
@@ -108,9 +109,10 @@ def check_gold_judge(judge: Mapping[str, Any] | JudgeConfig, prompts: Mapping[st
     """Fail before any sampling or training when ``judge`` cannot judge the ``prompts`` set."""
     kind = prompt_kind(prompts)
     judge_key(judge, kind)
+    task_settings(prompts.get("tasks") or {})
     judge_cfg: JudgeConfig = typed(judge, JudgeConfig)
     if judge_name(judge_cfg, kind) == "grader" and not judge_cfg.rm:
-        needs = [t for t in prompts.get("tasks") or {} if suite_task(str(t)).grade is None]
+        needs = [t for t in task_settings(prompts.get("tasks") or {}) if suite_task(t).grade is None]
         if needs:
             raise ConfigError(f"prompts={prompts.get('name')} includes {needs[0]}, graded by a preference judge "
                               "against its reference outputs: set judge.rm=<train_rm id | folder | hub id>")

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from rlexp.config.nodes import SuiteTaskConfig
-from rlexp.data.loaders.sources import Chunk, read_hub, read_source, resolve_source
+from rlexp.data.loaders.sources import Chunk, one_line, read_hub, read_source, resolve_source
 from rlexp.data.loaders.validation import At, UniqueIds, check_limit
 from rlexp.data.schemas import PromptItem
-from rlexp.errors import DataError
+from rlexp.errors import ConfigError, DataError
 from rlexp.suite import KIND, task
 from rlexp.suite.base import Row, SuiteTask
 
@@ -85,6 +88,18 @@ def load_task(name: str, cfg: SuiteTaskConfig) -> list[PromptItem]:
         items.append(PromptItem(prompt_id, prompt, KIND, (), {"task": name, "group": row.group, **hidden},
                                 tuple(shots)))
     return items
+
+
+def task_settings(tasks: Mapping[str, Any]) -> dict[str, SuiteTaskConfig]:
+    """``prompts.tasks`` as typed settings; an unknown task or setting is a one-line ConfigError."""
+    out = {}
+    for name, node in tasks.items():
+        task(str(name))
+        try:
+            out[str(name)] = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(SuiteTaskConfig), node or {}))
+        except OmegaConfBaseException as exc:
+            raise ConfigError(f"prompts.tasks.{name}: {one_line(exc)}") from None
+    return out
 
 
 def load_suite(tasks: Mapping[str, SuiteTaskConfig]) -> list[PromptItem]:

@@ -74,6 +74,8 @@ def fixtures(world_root: Path, rms: dict[str, str], tmp_path_factory: pytest.Tem
     paths["bad_jsonl"] = out / "prompts.jsonl"
     (out / "a_file").write_text("x")
     paths["file"] = out / "a_file"
+    (out / "gsm8k_nocol.jsonl").write_text('{"question": "What is 1 + 1?"}\n')
+    paths["gsm8k_nocol"] = out / "gsm8k_nocol.jsonl"
     return paths
 
 
@@ -121,6 +123,15 @@ def _cases(world: Path, rms: dict[str, str], f: dict[str, Path]) -> list[tuple[s
         ("ppo response length 0", ["ppo", f"rm={rm}", "model=tiny_llama", "trainer.response_length=0", *none], {},
          "response_length"),
         ("bon unknown rm", ["bon", "rm=ffffffffffffffff", "model=tiny_llama", *none], {}, "ffffffffffffffff"),
+        ("suite unknown task", ["bon", f"rm={rm}", "model=tiny_llama", "prompts=gsm8k", "+prompts.tasks.gsm9k.limit=5",
+                                *none], {}, "unknown downstream task 'gsm9k'"),
+        ("suite file missing a column", ["bon", f"rm={rm}", "model=tiny_llama", "prompts=gsm8k",
+                                         f"prompts.tasks.gsm8k.source={f['gsm8k_nocol']}", "prompts.tasks.gsm8k.shots=0",
+                                         *none], {}, "gsm8k needs column 'answer'"),
+        ("suite without a preference judge", ["bon", f"rm={rm}", "model=tiny_llama", "prompts=rb2_suite_fixtures",
+                                              *none], {}, "judge.rm"),
+        ("grader on sandbox prompts", ["bon", f"rm={rm}", "model=tiny_llama", "prompts=general", "judge=grader", *none],
+         {}, "judge=grader"),
         ("correlate alpha", ["correlate", "alpha=2", *none], {}, "alpha"),
         ("correlate n_boot", ["correlate", "n_boot=-1", *none], {}, "n_boot"),
         ("correlate headline mode", ["correlate", "headline.prb_mode=rawr", *none], {}, "headline.prb_mode"),
