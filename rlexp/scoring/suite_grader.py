@@ -66,8 +66,9 @@ class SuiteGraderJudge:
     def score(self, items: Sequence[ScoreInput]) -> np.ndarray:
         """One gold score in [0, 1] per item, in input order."""
         out = np.zeros(len(items), dtype=np.float64)
-        by_judge = [i for i, it in enumerate(items) if judged_by_preference(it.hidden)]
-        graded = [i for i in range(len(items)) if i not in set(by_judge)]
+        judged = [judged_by_preference(it.hidden) for it in items]
+        by_judge = [i for i, j in enumerate(judged) if j]
+        graded = [i for i, j in enumerate(judged) if not j]
         if by_judge:
             out[by_judge] = self._preferences([items[i] for i in by_judge])
         if graded:

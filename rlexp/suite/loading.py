@@ -34,11 +34,12 @@ def _chunks(spec: SuiteTask, source: str, split: str) -> list[tuple[Chunk, str |
         configs = spec.configs() if callable(spec.configs) else spec.configs
         return [(read_hub(ref.value, config=c, split=split, revision=None), c if len(configs) > 1 else None)
                 for c in configs or [None]]
+    if not callable(spec.configs) and len(spec.configs) <= 1:
+        return [(chunk, None) for chunk in read_source(ref.path, split=split, config=None, revision=None)]
     out = []
     for chunk in read_source(ref.path, split=split, config=None, revision=None):
-        path = Path(chunk.label)
-        named = path.parent.name if path.stem.lower().startswith(split.lower()) else path.stem
-        out.append((chunk, named))
+        path = Path(chunk.label)  # a subtask's file: <subtask>.jsonl, or <subtask>/<split>-....parquet
+        out.append((chunk, path.parent.name if path.stem.lower().startswith(split.lower()) else path.stem))
     return out
 
 

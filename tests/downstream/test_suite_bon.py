@@ -10,9 +10,11 @@ from rlexp.errors import ConfigError
 from rlexp.store import Store
 from tests.conftest import compose
 
-SUITE = ["prompts=rb2_suite_fixtures", "model=tiny_llama", "sampling.n=4", "sampling.max_new_tokens=32",
-         "n_boot=100", "profile=none"]
 TASKS = {"gsm8k", "math", "ifeval", "alpacaeval", "bbh", "popqa", "humanevalplus"}
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "suite"
+# The real preset with every task's source swapped for the fixture rows in its dataset's schema.
+SUITE = ["prompts=rb2_suite", *(f"prompts.tasks.{t}.source={FIXTURES / t}" for t in sorted(TASKS)),
+         "model=tiny_llama", "sampling.n=4", "sampling.max_new_tokens=32", "n_boot=100", "profile=none"]
 
 
 def _bon(rm: str, judge_rm: str, *extra: str):
