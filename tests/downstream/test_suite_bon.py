@@ -27,6 +27,7 @@ def _gold_records(store: Store) -> list:
     return [r for r in store.records("pool_scores") if r.config.get("role") == "gold"]
 
 
+@pytest.mark.slow
 def test_suite_bon_per_task_gains_and_cached_grades(world: Path, rms: dict[str, str]) -> None:
     store = Store(world / "runs")
     first = _bon(rms["llama_general"], rms["llama_personal"])
