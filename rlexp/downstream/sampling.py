@@ -12,7 +12,7 @@ import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -124,19 +124,14 @@ class HFSampler:
         return results
 
 
-def vllm_available() -> bool:
-    """Whether the optional vLLM backend can be imported here."""
-    try:
-        import torch
-        import vllm  # noqa: F401
+class Sampler(Protocol):
+    """What draws a pool: :class:`HFSampler` or :class:`rlexp.downstream.vllm_sampler.VLLMSampler`."""
 
-        return torch.cuda.is_available()
-    except ImportError:
-        return False
+    def generate(self, prompts: Sequence[list[dict[str, str]]], s: SamplingConfig, seed: int) -> list[list[tuple[str, int, str]]]: ...
 
 
 def write_pool(
-    sampler: HFSampler,
+    sampler: Sampler,
     prompts: Sequence[PromptItem],
     s: SamplingConfig,
     work: Path,
