@@ -229,3 +229,24 @@ def test_a_served_judge_is_identified_by_model_not_url(tmp_path: Path) -> None:
 
     built = llm_judge(JudgeConfig(**served), lambda: pytest.fail("a served judge loads no local model"), tmp_path)
     assert isinstance(built, PRBListJudge) and isinstance(built.lm, EndpointLM) and built.lm.concurrency == 8
+
+
+def test_judge_serve_execs_the_vllm_module_or_says_what_is_missing(monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    from rlexp import cli
+    from rlexp.commands import judge as judge_cmd
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    assert cli.main(["judge", "serve", "Qwen/Qwen2.5-32B-Instruct"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs vllm" in err
+
+    ran: list[list[str]] = []
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
+    monkeypatch.setattr(judge_cmd.os, "execv", lambda path, argv: ran.append(argv))
+    cli.main(["judge", "serve", "M", "--port", "8011", "--tensor-parallel-size", "4"])
+    assert ran == [[judge_cmd.sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", "M",
+                    "--host", "127.0.0.1", "--port", "8011", "--tensor-parallel-size", "4"]]
+    assert "judge.endpoint=http://127.0.0.1:8011/v1 judge.model=M" in capsys.readouterr().out
