@@ -49,6 +49,12 @@ def request_seed(seed: int, messages: Messages) -> int:
     return int(digest[:8], 16) % (2**31 - 1)
 
 
+def check_endpoint(endpoint: str) -> None:
+    """Fail with one line unless ``endpoint`` is an http(s) URL (checked before any sampling)."""
+    if not endpoint or not str(endpoint).startswith(("http://", "https://")):
+        raise ConfigError(f"judge.endpoint must be an http(s) URL such as http://127.0.0.1:8000/v1, got {endpoint!r}")
+
+
 class ResponseCache:
     """Answers by request key in one sqlite file; WAL, so processes sharing a store can read and write it."""
 
@@ -101,8 +107,7 @@ class EndpointLM:
         request_timeout: float = 120.0,
         name: str | None = None,
     ) -> None:
-        if not endpoint or not str(endpoint).startswith(("http://", "https://")):
-            raise ConfigError(f"judge.endpoint must be an http(s) URL such as http://127.0.0.1:8000/v1, got {endpoint!r}")
+        check_endpoint(endpoint)
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"judge.concurrency must be a positive integer, got {concurrency!r}")
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:

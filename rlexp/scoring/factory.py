@@ -17,7 +17,7 @@ from rlexp.config.choices import JudgeName
 from rlexp.config.nodes import JudgeConfig, ProfileConfig, ScorerConfig
 from rlexp.errors import ConfigError
 from rlexp.models.chat_lm import ChatModel
-from rlexp.models.endpoint_lm import EndpointLM
+from rlexp.models.endpoint_lm import EndpointLM, check_endpoint
 from rlexp.scorer import Scorer
 from rlexp.scoring.judges import AspectLLMJudge, PRBListJudge
 from rlexp.scoring.planner import make_planner
@@ -70,6 +70,8 @@ def judge_name(judge: Mapping[str, Any] | JudgeConfig, kind: str) -> str:
         raise ConfigError("judge=rm needs judge.rm=<train_rm record id | folder | hub id>")
     if name == JudgeName.llm and not judge_cfg.model:
         raise ConfigError("judge=llm needs judge.model=<lineage name | folder | hub id>")
+    if name == JudgeName.llm and judge_cfg.endpoint is not None:
+        check_endpoint(judge_cfg.endpoint)
     return str(name)
 
 

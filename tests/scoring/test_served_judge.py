@@ -227,6 +227,8 @@ def test_a_served_judge_is_identified_by_model_not_url(tmp_path: Path) -> None:
            [("local", local), ("served", served), ("moved", moved), ("unset", {**local, "endpoint": None})]}
     assert ids["served"] == ids["moved"] != ids["local"] == ids["unset"]
 
+    with pytest.raises(ConfigError, match="judge.endpoint must be an http"):
+        judge_key({**local, "endpoint": "localhost:8000"}, "personalized")  # before any sampling
     built = llm_judge(JudgeConfig(**served), lambda: pytest.fail("a served judge loads no local model"), tmp_path)
     assert isinstance(built, PRBListJudge) and isinstance(built.lm, EndpointLM) and built.lm.concurrency == 8
 
