@@ -154,8 +154,8 @@ class EndpointLM:
             raise ConfigError(f"judge.endpoint {self.endpoint} is unreachable ({cause}): start the server "
                               "(rlexp judge serve ...) or fix judge.endpoint") from None
         except openai.APIStatusError as exc:
-            raise ConfigError(f"judge.endpoint {self.endpoint} answered GET /models with HTTP {exc.status_code}"
-                              f"{' (check the API key variable judge.api_key_env)' if exc.status_code in (401, 403) else ''}"
+            hint = ": check the key in the variable judge.api_key_env names" if exc.status_code in (401, 403) else ""
+            raise ConfigError(f"judge.endpoint {self.endpoint} answered GET /models with HTTP {exc.status_code}{hint}"
                               ) from None
         if self.model not in served:
             raise ConfigError(f"judge.endpoint {self.endpoint} does not serve judge.model={self.model!r}; "
