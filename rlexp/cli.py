@@ -32,6 +32,7 @@ TASKS: dict[str, str] = {
 COMMANDS: dict[str, str] = {
     "store": "inspect the run store: `rlexp store ls [--task T]`, `rlexp store show ID`",
     "lineage": "tiny model lineages: `rlexp lineage build [NAME]`, `rlexp lineage ls`",
+    "judge": "serve an LLM judge for judge.endpoint: `rlexp judge serve MODEL [--host H] [--port P] [vllm args]`",
 }
 
 USAGE = "usage: rlexp <task> [hydra overrides] [-m]   |   rlexp <command> ..."

@@ -49,8 +49,8 @@ from rlexp.runtime import RunContext, execute
 from rlexp.sandbox.judges import rubric_score, verifier_score
 from rlexp.sandbox.materialise import WORLD_VERSION, materialise
 from rlexp.scorer import Scorer
-from rlexp.scoring.factory import RMRef, judge_name, reward_scorer
-from rlexp.scoring.judges import AspectLLMJudge, PRBListJudge, RMGoldJudge, SandboxJudge
+from rlexp.scoring.factory import RMRef, judge_name, llm_judge, reward_scorer
+from rlexp.scoring.judges import RMGoldJudge, SandboxJudge
 from rlexp.scoring.suite_grader import SuiteGraderJudge
 from rlexp.store import Record, Store, content_hash
 from rlexp.suite.loading import load_suite, task_settings
@@ -375,10 +375,8 @@ def gold_judge(cfg: Any, kind: str) -> Scorer:
             ref = rm(str(cfg.judge.rm), Store(cfg.paths.store))
             preference = reward_scorer(ref, cfg.scorer, {"mode": "none"}, name=f"preference:{ref.input_id}")
         return SuiteGraderJudge(preference, workers=int(cfg.judge.workers), timeout=float(cfg.judge.timeout))
-    lm = ChatLM.from_pretrained(model_path(cfg, str(cfg.judge.model)))
-    if str(cfg.judge.variant) == "prb":
-        return PRBListJudge(lm)
-    return AspectLLMJudge(lm)
+    return llm_judge(cfg.judge, lambda: ChatLM.from_pretrained(model_path(cfg, str(cfg.judge.model))),
+                     Store(cfg.paths.store).root / "cache" / "judge")
 
 
 def reward(cfg: Any) -> tuple[Scorer, str, str | None]:

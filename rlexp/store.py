@@ -4,6 +4,7 @@ Layout under ``paths.store``::
 
     records/<task>/<id>.json      the record (exists only for a finished run)
     artifacts/<task>/<id>/...     files the run produced (checkpoints, parquet, models)
+    cache/judge/responses.sqlite  a served judge's answers by request (read by every later run)
 
 A record id is a hash of what determines the result: the task, its config minus keys that have
 no effect on the result (paths, logging, progress bars, ...), and the ids of its inputs. The same
@@ -56,15 +57,31 @@ HASH_NEUTRAL: dict[tuple[str, str], Any] = {
     ("sampling", "vllm_engine"): {},  # the vllm backend's engine settings; the hf backend has none
     ("judge", "workers"): None,  # how many processes grade changes no score
     ("judge", "timeout"): 60.0,
+    # How a served judge is reached changes no score ("judge", "endpoint" is in HASH_PRESENCE).
+    ("judge", "api_key_env"): None,
+    ("judge", "concurrency"): None,
+    ("judge", "max_retries"): None,
+    ("judge", "request_timeout"): None,
 }
+
+# Keys hashed only as "set" (True) or dropped when None: what the value points to is not part of a
+# result, but whether it is set is. A served judge's URL is one: the same model behind another URL
+# gives the same scores, while a served judge (another inference engine) is not the local one; a
+# PPO record hashes its judge config directly, so a URL-free flag keeps the two apart.
+HASH_PRESENCE: frozenset[tuple[str, str]] = frozenset({("judge", "endpoint")})
 
 
 def _drop_neutral(obj: Any, parent: str | None = None) -> Any:
-    """``obj`` without the :data:`HASH_NEUTRAL` keys at their neutral value, at any depth (a pool's
-    scores record nests the scorer settings one level down)."""
+    """``obj`` without the :data:`HASH_NEUTRAL` keys at their neutral value and with the
+    :data:`HASH_PRESENCE` keys as a flag, at any depth (a pool's scores record nests the scorer
+    settings one level down)."""
     if isinstance(obj, Mapping):
         out = {}
         for k, v in obj.items():
+            if (str(parent), str(k)) in HASH_PRESENCE:
+                if v is not None:
+                    out[k] = True
+                continue
             neutral = HASH_NEUTRAL.get((str(parent), str(k)), _KEEP)
             if neutral is not _KEEP and (neutral is None or v == neutral):
                 continue

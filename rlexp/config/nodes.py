@@ -231,6 +231,13 @@ class JudgeConfig:
     variant: JudgeVariant = JudgeVariant.lampqa  # for name=llm
     workers: int = 2  # grader: processes grading in parallel
     timeout: float = 60.0  # grader: seconds per sample before it counts as failed
+    # name=llm through an OpenAI-compatible server (`rlexp judge serve MODEL`) instead of a local model;
+    # judge.model is then the name the server serves.
+    endpoint: str | None = None  # e.g. http://127.0.0.1:8000/v1
+    api_key_env: str = "OPENAI_API_KEY"  # the environment variable holding the key (the key never enters a config)
+    concurrency: int = 8  # requests in flight
+    max_retries: int = 5  # per request, with exponential backoff, on connection errors, 429 and 5xx
+    request_timeout: float = 120.0  # seconds per request
 
     def __post_init__(self) -> None:
         coerce_choices(self, "judge")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -18,6 +18,23 @@ from rlexp.models.loading import load_causal_lm, load_tokenizer, pick_device
 log = logging.getLogger("rlexp")
 
 Messages = list[dict[str, str]]
+
+
+class ChatModel(Protocol):
+    """What a judge needs of its model: a local :class:`ChatLM` or a served
+    :class:`~rlexp.models.endpoint_lm.EndpointLM`."""
+
+    name: str
+    truncated: int
+
+    def generate(
+        self,
+        prompts: Sequence[Messages],
+        max_new_tokens: int = 512,
+        temperature: float = 0.0,
+        seed: int = 0,
+        batch_size: int | None = None,
+    ) -> list[str]: ...
 
 
 class ChatLM:

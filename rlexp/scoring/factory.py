@@ -6,8 +6,9 @@ this module only turns a resolved reference and settings into a scorer.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -15,6 +16,10 @@ from omegaconf import DictConfig, OmegaConf
 from rlexp.config.choices import JudgeName
 from rlexp.config.nodes import JudgeConfig, ProfileConfig, ScorerConfig
 from rlexp.errors import ConfigError
+from rlexp.models.chat_lm import ChatModel
+from rlexp.models.endpoint_lm import EndpointLM, check_endpoint
+from rlexp.scorer import Scorer
+from rlexp.scoring.judges import AspectLLMJudge, PRBListJudge
 from rlexp.scoring.planner import make_planner
 from rlexp.scoring.reward_model import RewardModelScorer
 from rlexp.suite import KIND as SUITE_KIND
@@ -65,6 +70,8 @@ def judge_name(judge: Mapping[str, Any] | JudgeConfig, kind: str) -> str:
         raise ConfigError("judge=rm needs judge.rm=<train_rm record id | folder | hub id>")
     if name == JudgeName.llm and not judge_cfg.model:
         raise ConfigError("judge=llm needs judge.model=<lineage name | folder | hub id>")
+    if name == JudgeName.llm and judge_cfg.endpoint is not None:
+        check_endpoint(judge_cfg.endpoint)
     return str(name)
 
 
@@ -78,6 +85,10 @@ def judge_key(judge: Mapping[str, Any] | JudgeConfig, kind: str) -> dict[str, An
     if name == "llm":
         key["model"] = str(judge_cfg.model)
         key["variant"] = str(judge_cfg.variant)
+        if judge_cfg.endpoint is not None:
+            # Not the URL: the same model behind another URL gives the same scores. But a server
+            # (another inference engine) is not the local model, so its scores are kept apart.
+            key["served"] = True
     if name == "grader":
         # A grader library's release can change a grade, so the versions are part of the cache key.
         key["libraries"] = grader_versions()
@@ -85,6 +96,21 @@ def judge_key(judge: Mapping[str, Any] | JudgeConfig, kind: str) -> dict[str, An
         if judge_cfg.rm:
             key["preference"] = str(judge_cfg.rm)
     return key
+
+
+def llm_judge(judge: Mapping[str, Any] | JudgeConfig, local: Callable[[], ChatModel], cache_dir: Path) -> Scorer:
+    """The ``name=llm`` gold judge: served when ``judge.endpoint`` is set (answers cached under
+    ``cache_dir``), otherwise on the local model ``local()`` loads."""
+    judge_cfg: JudgeConfig = typed(judge, JudgeConfig)
+    if judge_cfg.endpoint is not None:
+        lm: ChatModel = EndpointLM(judge_cfg.endpoint, model=str(judge_cfg.model), cache_dir=cache_dir,
+                                   api_key_env=judge_cfg.api_key_env, concurrency=judge_cfg.concurrency,
+                                   max_retries=judge_cfg.max_retries, request_timeout=judge_cfg.request_timeout)
+    else:
+        lm = local()
+    if str(judge_cfg.variant) == "prb":
+        return PRBListJudge(lm)
+    return AspectLLMJudge(lm)
 
 
 def grader_versions() -> dict[str, str]:

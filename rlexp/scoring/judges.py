@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from rlexp.errors import ConfigError, DataError
-from rlexp.models.chat_lm import ChatLM, Messages
+from rlexp.models.chat_lm import ChatModel, Messages
 from rlexp.scorer import ScoreInput, Scorer, ScoreStats, check_scorer
 from rlexp.scoring.judge_parsing import parse_match_score, parse_score_list
 
@@ -43,7 +43,7 @@ def _check_tries(max_tries: int, temperature_step: float, max_new_tokens: int, w
 
 
 def _generate_with_retries(
-    lm: ChatLM,
+    lm: ChatModel,
     prompts: list[Messages],
     parse: Callable[[int, str], Any],
     *,
@@ -89,10 +89,10 @@ def _generate_with_retries(
 
 
 class _RetryingJudge:
-    """What the LLM gold judges share: a ChatLM asked until its answer parses, with bounded,
+    """What the LLM gold judges share: a chat model (local or served) asked until its answer parses, with bounded,
     batched retries at rising temperature (:func:`_generate_with_retries`)."""
 
-    def __init__(self, lm: ChatLM, name: str, *, max_new_tokens: int, max_tries: int, temperature_step: float,
+    def __init__(self, lm: ChatModel, name: str, *, max_new_tokens: int, max_tries: int, temperature_step: float,
                  seed: int, counters: Mapping[str, int]) -> None:
         _check_tries(max_tries, temperature_step, max_new_tokens, name)
         self.lm, self.name = lm, name
@@ -158,7 +158,7 @@ class AspectLLMJudge(_RetryingJudge):
 
     def __init__(
         self,
-        lm: ChatLM,
+        lm: ChatModel,
         *,
         name: str | None = None,
         max_new_tokens: int = 256,
@@ -221,7 +221,7 @@ class PRBListJudge(_RetryingJudge):
 
     def __init__(
         self,
-        lm: ChatLM,
+        lm: ChatModel,
         *,
         name: str | None = None,
         normalise: bool = False,

@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "rlexp"
 # share a layer are independent of each other. The README's layout lists the same order.
 LAYERS: list[tuple[str, ...]] = [
     ("cli",),  # `rlexp <task|command>`
-    ("commands",),  # non-Hydra commands (store, lineage)
+    ("commands",),  # non-Hydra commands (store, lineage, judge)
     ("tasks",),  # one Hydra app per task
     ("inputs",),  # the one place that builds a task's inputs
     ("runtime",),  # execute: a record per run
