@@ -9,12 +9,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from omegaconf import OmegaConf
 
 from rlexp import inputs
 from rlexp.data.loaders import load_lampqa, load_prompt_set
 from rlexp.data.retrieval import DenseEncoder, bm25_scores, rank_posts
 from rlexp.data.schemas import PRB_ARROW_SCHEMA, ProfilePost
 from rlexp.errors import ConfigError, DataError
+from rlexp.store import result_config
 from tests.conftest import compose
 
 from ._factories import post, write_jsonl, write_parquet
@@ -133,6 +135,24 @@ def test_flat_files_named_by_domain_and_split(tmp_path: Path) -> None:
     assert [it.prompt_id for it in load_lampqa(str(tmp_path / "flat"), split="train")] == [f"{SOC}:t9"]
     single = write_jsonl(tmp_path / f"{LIFE}.jsonl", soc_rows())
     assert [it.prompt_id for it in load_lampqa(str(single))] == [f"{LIFE}:s1"]
+
+
+def test_hub_id_reads_one_config_per_domain(monkeypatch: pytest.MonkeyPatch) -> None:
+    import datasets
+
+    calls: list[tuple[str, str | None, str | None]] = []
+
+    def fake_load(path: str, name: str | None = None, split: str | None = None, revision: str | None = None):
+        calls.append((path, name, split))
+        return datasets.Dataset.from_list({ART: art_rows(), SOC: soc_rows()}[name])
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load)
+    monkeypatch.setattr(datasets, "get_dataset_config_names", lambda path, revision=None: [ART, SOC])
+    items = load_lampqa("alireza7/LaMP-QA", split="validation")
+    assert [it.prompt_id for it in items] == [f"{ART}:a1", f"{ART}:a2", f"{SOC}:s1"]
+    assert calls == [("alireza7/LaMP-QA", ART, "validation"), ("alireza7/LaMP-QA", SOC, "validation")]
+    assert [it.prompt_id for it in load_lampqa("alireza7/LaMP-QA", domains=[SOC])] == [f"{SOC}:s1"]
+    assert calls[-1] == ("alireza7/LaMP-QA", SOC, "test")
 
 
 # --------------------------------------------------------------------------- bad inputs
@@ -267,6 +287,14 @@ def test_prompts_lampqa_composes_and_prompt_set_loads_it(hub_layout: Path) -> No
     with pytest.raises(ConfigError) as exc:
         inputs.prompt_set(bad)
     one_line_error(exc, "unknown prompts.format 'lamp'", "rlexp, lampqa")
+
+
+def test_the_new_prompt_keys_leave_record_ids_alone() -> None:
+    new = {"format", "domains", "retriever", "retriever_model", "profile_k"}
+    hashed = result_config(OmegaConf.to_container(compose("sample"), resolve=False), "sample")["prompts"]
+    assert not new & set(hashed)  # at their defaults: every older record keeps its id
+    hashed = result_config(OmegaConf.to_container(compose("sample", "prompts=lampqa"), resolve=False), "sample")
+    assert hashed["prompts"]["format"] == "lampqa"
 
 
 def test_the_id_names_the_dense_model(tiny_encoder: Path, hub_layout: Path) -> None:
