@@ -54,7 +54,8 @@ def load_prompt_set(
     domains = None if domains is None else [str(d) for d in ([domains] if isinstance(domains, str) else domains)]
     method = str(settings.get("retriever") or "bm25")
     model = settings.get("retriever_model")
-    model = str(Path(str(model)).expanduser().resolve()) if model else None
+    # Only dense reads the encoder, so only then does it name (and change) the prompt set.
+    model = str(Path(str(model)).expanduser().resolve()) if model and method == "dense" else None
     k = settings.get("profile_k", DEFAULT_PROFILE_K)
     items = load_lampqa(source, split=split, domains=domains, limit=limit, retriever=method, retriever_model=model,
                         profile_k=k)
