@@ -29,7 +29,7 @@ from rlexp.config import CONF_DIR
 from rlexp.config.choices import JudgeName, SamplingBackend
 from rlexp.config.nodes import ModelConfig, SamplingConfig
 from rlexp.config.tasks import DataConfig, SampleConfig
-from rlexp.data.loaders import load_prompts
+from rlexp.data.loaders import load_prompt_set
 from rlexp.data.schemas import PromptItem
 from rlexp.downstream.pool_scoring import pool_matrix, score_pool_texts
 from rlexp.downstream.sampling import HFSampler, Sampler, write_pool
@@ -221,7 +221,8 @@ def prompt_set(cfg: DictConfig, split: str | None = None) -> tuple[list[PromptIt
     """The configured prompt split, and the id of where it came from.
 
     A suite prompt set (``prompts.tasks``) reads each task's own dataset; its id is the tasks'
-    settings (sources, splits, limits, seeds), all of which are in the prompt set's config.
+    settings (sources, splits, limits, seeds), all of which are in the prompt set's config. Any
+    other reads ``prompts.source`` in its ``prompts.format`` (rlexp's prompt files or LaMP-QA).
     """
     if cfg.prompts.get("tasks"):
         if split not in (None, cfg.prompts.split):
@@ -232,8 +233,7 @@ def prompt_set(cfg: DictConfig, split: str | None = None) -> tuple[list[PromptIt
     if not cfg.prompts.source:
         raise ConfigError(f"prompts={cfg.prompts.name} names neither a source nor suite tasks")
     path, data_id = data_ref(cfg.prompts.source, cfg)
-    split = split or cfg.prompts.split
-    return load_prompts(path, split=split, limit=cfg.prompts.limit), f"{data_id or path}:{split}"
+    return load_prompt_set(cfg.prompts, path, split or cfg.prompts.split, data_id)
 
 
 def sample_config(cfg: DictConfig) -> DictConfig:

@@ -55,6 +55,13 @@ HASH_NEUTRAL: dict[tuple[str, str], Any] = {
     ("scorer", "tokenizer_check"): None,
     ("prompts", "tasks"): {},  # suite prompt sets; every older prompt set has none
     ("sampling", "vllm_engine"): {},  # the vllm backend's engine settings; the hf backend has none
+    # LaMP-QA prompt sets; every older prompt set is in rlexp's format. A None default drops the key
+    # whatever its value: domains and retriever_model are in the prompt set's id (an input of the pool).
+    ("prompts", "format"): "rlexp",
+    ("prompts", "domains"): None,
+    ("prompts", "retriever"): "bm25",
+    ("prompts", "retriever_model"): None,
+    ("prompts", "profile_k"): 10,
     ("judge", "workers"): None,  # how many processes grade changes no score
     ("judge", "timeout"): 60.0,
     # How a served judge is reached changes no score ("judge", "endpoint" is in HASH_PRESENCE).

@@ -179,7 +179,8 @@ class PromptsConfig:
     """A downstream prompt set: ``eval`` for measuring, ``train`` for PPO (disjoint).
 
     A *suite* prompt set names ``tasks`` (RewardBench 2's downstream tasks) instead of a
-    ``source`` of rlexp's prompt format; each task reads its own dataset.
+    ``source`` of rlexp's prompt format; each task reads its own dataset. ``format=lampqa`` reads
+    LaMP-QA rows from ``source`` and retrieves each user's top ``profile_k`` posts.
     """
 
     name: str = "personalized"
@@ -191,6 +192,14 @@ class PromptsConfig:
     # task from the command line (OmegaConf cannot add an entry to a dict of dataclasses); checked
     # against SuiteTaskConfig when the prompt set is used (rlexp.suite.loading.task_settings).
     tasks: dict[str, Any] = field(default_factory=dict)
+    # `rlexp` (rlexp's prompt files) or `lampqa` (LaMP-QA rows); checked by the loaders (one-line ConfigError).
+    format: str = "rlexp"
+    # LaMP-QA only: domains (configs) to read (None: all); how each user's posts are ranked against the question
+    # (`bm25`, or `dense` with a local encoder folder in retriever_model); how many ranked posts a prompt keeps.
+    domains: list[str] | None = None
+    retriever: str = "bm25"
+    retriever_model: str | None = None
+    profile_k: int = 10
 
 
 @dataclass

@@ -1,15 +1,19 @@
 """Profile retrieval: rank a user's past posts by relevance to the current question.
 
 The reference protocol uses Contriever (a dense encoder from the hub); rlexp's default is a small
-self-contained Okapi BM25 so the whole pipeline runs offline and deterministically. Ranking
+self-contained Okapi BM25 so the whole pipeline runs offline and deterministically. ``dense``
+(Contriever-style mean pooling + dot product) runs with a local encoder folder. Ranking
 returns the post *records* reordered, never re-pairs ids with texts (reference §10.1).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -56,33 +60,112 @@ def bm25_scores(query: str, documents: Sequence[str], *, k1: float = BM25_K1, b:
     return per_term @ qtf
 
 
+class DenseEncoder:
+    """Contriever-style text encoder: masked mean pooling of a local model's last hidden states.
+
+    Loaded from a local folder only (``local_files_only``: a retriever never downloads). The
+    relevance of a post is the dot product of its embedding with the question's, as in the
+    reference ranking scripts (downstream-real.md (b)); unlike them, encoding runs under
+    ``torch.inference_mode()``.
+    """
+
+    def __init__(self, model_dir: str | os.PathLike[str], *, batch_size: int = 32, device: str | None = None) -> None:
+        import torch  # heavy: only dense retrieval pays for it
+        from transformers import AutoModel, AutoTokenizer
+
+        path = Path(model_dir).expanduser()
+        if not path.is_dir():
+            raise ConfigError(f"dense retriever model {str(model_dir)!r} is not a local folder (no hub ids: give a "
+                              "downloaded encoder folder, e.g. facebook/contriever-msmarco)")
+        self.path = str(path.resolve())
+        self.batch_size = batch_size
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
+            self.model = AutoModel.from_pretrained(self.path, local_files_only=True).to(self.device).eval()
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"dense retriever model {self.path}: cannot load: {' '.join(str(exc).split())[:200]}") from exc
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Mean-pooled embeddings (float32, one row per text); padding positions are left out."""
+        import torch
+
+        out = []
+        with torch.inference_mode():
+            for start in range(0, len(texts), self.batch_size):
+                batch = self.tokenizer(list(texts[start : start + self.batch_size]), padding=True, truncation=True,
+                                       return_tensors="pt").to(self.device)
+                hidden = self.model(**batch).last_hidden_state
+                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+                out.append(pooled.float().cpu().numpy())
+        return np.concatenate(out) if out else np.zeros((0, 0), dtype=np.float32)
+
+    def scores(self, query: str, documents: Sequence[str]) -> np.ndarray:
+        """Dot product of each document's embedding with the query's (float64, one entry per document)."""
+        if not documents:
+            return np.zeros(0, dtype=np.float64)
+        query_vec = self.embed([query])[0]
+        return (self.embed(documents) @ query_vec).astype(np.float64)
+
+
+@lru_cache(maxsize=4)
+def dense_encoder(model_dir: str) -> DenseEncoder:
+    """The encoder of a local folder, loaded once per process."""
+    return DenseEncoder(model_dir)
+
+
+def retriever(method: str, model: str | os.PathLike[str] | None = None) -> DenseEncoder | None:
+    """Check a retrieval setting before any data is read: the dense encoder, or None for BM25.
+
+    An unknown method, or ``dense`` without a local encoder folder, is a one-line :class:`ConfigError`.
+    """
+    if method not in RETRIEVAL_METHODS:
+        raise ConfigError(f"unknown retrieval method {method!r}; valid: {', '.join(RETRIEVAL_METHODS)}")
+    if method == "bm25":
+        return None
+    if not model:
+        raise ConfigError(
+            "retrieval method 'dense' needs a local encoder path (e.g. a facebook/contriever-msmarco "
+            "folder: prompts.retriever_model=/path/to/contriever-msmarco), which rlexp does not ship; or use 'bm25'"
+        )
+    return dense_encoder(str(Path(model).expanduser().resolve()))
+
+
 def rank_posts(
     question: str,
     posts: Sequence[ProfilePost],
     *,
     method: str = "bm25",
+    encoder: DenseEncoder | None = None,
     k1: float = BM25_K1,
     b: float = BM25_B,
 ) -> list[ProfilePost]:
     """The posts, most relevant to ``question`` first; ties keep their original order.
 
-    Each post is scored on its text. ``method="dense"`` (Contriever-style) is not available
-    offline and raises :class:`ConfigError`.
+    Each post is scored on its text. ``method="dense"`` needs ``encoder`` (see :func:`retriever`);
+    without one it raises :class:`ConfigError`.
     """
-    if method == "dense":
-        raise ConfigError(
-            "retrieval method 'dense' needs a local encoder path (e.g. a facebook/contriever-msmarco "
-            "folder), which rlexp does not ship; use method 'bm25'"
-        )
-    if method != "bm25":
-        raise ConfigError(f"unknown retrieval method {method!r}; valid: {', '.join(RETRIEVAL_METHODS)}")
+    if method != "bm25" and (method not in RETRIEVAL_METHODS or encoder is None):
+        retriever(method)  # raises: an unknown method, or dense without an encoder
     posts = list(posts)
     if len(posts) < 2:
         return posts
-    scores = bm25_scores(question, [p.text for p in posts], k1=k1, b=b)
+    texts = [p.text for p in posts]
+    scores = encoder.scores(question, texts) if method == "dense" else bm25_scores(question, texts, k1=k1, b=b)
     # A stable sort on the negated scores keeps equal-score posts in their given order.
     order = np.argsort(-scores, kind="stable")
     return [posts[i] for i in order]
 
 
-__all__ = ["BM25_B", "BM25_K1", "RETRIEVAL_METHODS", "bm25_scores", "rank_posts", "tokenize"]
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "RETRIEVAL_METHODS",
+    "DenseEncoder",
+    "bm25_scores",
+    "dense_encoder",
+    "rank_posts",
+    "retriever",
+    "tokenize",
+]

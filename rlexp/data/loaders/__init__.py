@@ -15,14 +15,17 @@ This package's namespace is the public entry point; the modules behind it:
 * :mod:`~rlexp.data.loaders.sources` - source resolution and raw file / hub reading;
 * :mod:`~rlexp.data.loaders.validation` - row validation shared by every record kind;
 * :mod:`~rlexp.data.loaders.rewardbench2`, :mod:`~rlexp.data.loaders.personalized_rewardbench`,
-  :mod:`~rlexp.data.loaders.preference_pairs`, :mod:`~rlexp.data.loaders.prompt_sets` - one
-  loader per record kind;
-* :mod:`~rlexp.data.loaders.by_kind` - :func:`load_records`, the loader picked by kind name.
+  :mod:`~rlexp.data.loaders.preference_pairs`, :mod:`~rlexp.data.loaders.prompt_sets`,
+  :mod:`~rlexp.data.loaders.lampqa` - one loader per record kind;
+* :mod:`~rlexp.data.loaders.domains` - datasets with one config per domain (PRB, LaMP-QA);
+* :mod:`~rlexp.data.loaders.by_kind` - :func:`load_records`, the loader picked by kind name, and
+  :func:`load_prompt_set`, a ``prompts`` config node's prompt set by its ``format``.
 """
 
 from __future__ import annotations
 
-from rlexp.data.loaders.by_kind import LOADERS, load_records
+from rlexp.data.loaders.by_kind import LOADERS, PROMPT_FORMATS, load_prompt_set, load_records
+from rlexp.data.loaders.lampqa import LAMPQA_HUB_ID, load_lampqa
 from rlexp.data.loaders.personalized_rewardbench import load_prb
 from rlexp.data.loaders.preference_pairs import load_pairs
 from rlexp.data.loaders.prompt_sets import PROMPT_KINDS, load_prompts
@@ -32,10 +35,14 @@ from rlexp.data.loaders.sources import DATA_SUFFIXES, SourceRef, resolve_source
 __all__ = [
     "DATA_SUFFIXES",
     "LOADERS",
+    "LAMPQA_HUB_ID",
+    "PROMPT_FORMATS",
     "PROMPT_KINDS",
     "SourceRef",
+    "load_lampqa",
     "load_pairs",
     "load_prb",
+    "load_prompt_set",
     "load_prompts",
     "load_rb2",
     "load_records",

@@ -7,13 +7,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlexp.data.loaders.sources import Chunk, data_files, hub_configs, read_file, read_hub, resolve_source
+from rlexp.data.loaders.domains import hub_domain_chunks, local_domain_chunks
+from rlexp.data.loaders.sources import Chunk, data_files, resolve_source
 from rlexp.data.loaders.validation import (
     At,
     UniqueIds,
     check_kind,
     check_limit,
-    check_selection,
     optional_string,
     profile_posts,
     row_id,
@@ -23,27 +23,29 @@ from rlexp.data.loaders.validation import (
 from rlexp.data.schemas import PRBItem
 
 
+def question_fields(row: Mapping[str, Any], at: At) -> dict[str, Any]:
+    """The validated fields PRB and LaMP-QA rows share (a PRB row is a LaMP-QA test row plus chosen/rejected).
+
+    ``profile`` is required (possibly empty); ``rubric_aspects``, ``narrative`` and ``category`` are optional.
+    """
+    return {
+        "id": row_id(row, at),
+        "question": string_field(row, "question", at),
+        "profile": profile_posts(row, at, required=True),
+        "rubric_aspects": rubric_aspects(row, at),
+        "narrative": optional_string(row, "narrative", at),
+        "category": optional_string(row, "category", at),
+    }
+
+
 def _prb_item(row: Mapping[str, Any], at: At, domain: str) -> PRBItem:
     """One validated PRB row of ``domain``; chosen and rejected must differ."""
-    item_id = row_id(row, at)
-    question = string_field(row, "question", at)
-    profile = profile_posts(row, at, required=True)
-    aspects = rubric_aspects(row, at)
+    shared = question_fields(row, at)
     chosen = string_field(row, "chosen", at)
     rejected = string_field(row, "rejected", at)
     if chosen == rejected:
         raise at.error("rejected", "identical to chosen")
-    return PRBItem(
-        id=item_id,
-        question=question,
-        profile=profile,
-        rubric_aspects=aspects,
-        narrative=optional_string(row, "narrative", at),
-        category=optional_string(row, "category", at),
-        chosen=chosen,
-        rejected=rejected,
-        domain=domain,
-    )
+    return PRBItem(**shared, chosen=chosen, rejected=rejected, domain=domain)
 
 
 def _prb_local(path: Path, split: str, domains: Sequence[str] | None) -> list[Chunk]:
@@ -55,29 +57,7 @@ def _prb_local(path: Path, split: str, domains: Sequence[str] | None) -> list[Ch
         for f in data_files(path, split):
             rel = f.relative_to(path).parts
             by_domain.setdefault(rel[0] if len(rel) > 1 else path.name, []).append(f)
-    chunks = []
-    # Only the selected domains are read: real PRB files are ~90 MB each.
-    selected = check_selection(domains, by_domain, "Personalized RewardBench domain")
-    for domain in by_domain if selected is None else selected:
-        for f in by_domain[domain]:
-            chunk = read_file(f)
-            chunk.group = domain
-            chunks.append(chunk)
-    return chunks
-
-
-def _prb_hub(hub_id: str, split: str, domains: Sequence[str] | None, revision: str | None) -> list[Chunk]:
-    """PRB from the hub: one config per domain (default: every config the dataset has)."""
-    if domains is None:
-        domains = hub_configs(hub_id, revision)
-    elif isinstance(domains, str):
-        domains = [domains]
-    chunks = []
-    for domain in domains:
-        chunk = read_hub(hub_id, config=domain, split=split, revision=revision)
-        chunk.group = domain
-        chunks.append(chunk)
-    return chunks
+    return local_domain_chunks(by_domain, domains, "Personalized RewardBench domain")
 
 
 def load_prb(
@@ -98,7 +78,7 @@ def load_prb(
     check_limit(limit)
     ref = resolve_source(source)
     if ref.kind == "hub":
-        chunks = _prb_hub(ref.value, split, domains, revision)
+        chunks = hub_domain_chunks(ref.value, split, domains, revision)
     else:
         chunks = _prb_local(ref.path, split, domains)
 

@@ -152,7 +152,7 @@ def read_file(path: Path) -> Chunk:
     raise DataError(f"{path}: unsupported file type {suffix or '(none)'!r}; expected one of {', '.join(DATA_SUFFIXES)}")
 
 
-def _split_of(path: Path) -> str | None:
+def split_of(path: Path) -> str | None:
     """The split a file name starts with (``test-00000-of-00001.parquet`` -> ``test``), if any."""
     match = _SPLIT_PREFIX.match(path.name)
     return match.group(1).lower() if match else None
@@ -176,7 +176,7 @@ def data_files(folder: Path, split: str | None) -> list[Path]:
         raise DataError(f"{folder}: folder has no {'/'.join(DATA_SUFFIXES)} files")
     if split is None:
         return files
-    named = {p: _split_of(p) for p in files}
+    named = {p: split_of(p) for p in files}
     if all(s is None for s in named.values()):
         return files
     unnamed = [p for p, s in named.items() if s is None]

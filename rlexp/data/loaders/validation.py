@@ -20,6 +20,7 @@ _KIND_NAMES = {
     "prb": ("Personalized RewardBench", "load_prb"),
     "pairs": ("preference-pair", "load_pairs"),
     "prompts": ("prompt-set", "load_prompts"),
+    "lampqa": ("LaMP-QA", "load_lampqa"),
 }
 
 
@@ -205,7 +206,9 @@ def check_kind(chunk: Chunk, expected: str) -> None:
         and all(isinstance(c, str) for c in first.get("chosen") or [])
     ):
         guess = "rb2"  # a list of *strings* (not messages) under `chosen` is RB2's layout
-    if guess is not None and guess != expected:
+    # A PRB row is a LaMP-QA row plus chosen/rejected: LaMP-QA accepts either (PRB rejects a
+    # LaMP-QA file later, at its missing `chosen`).
+    if guess is not None and guess != expected and (guess, expected) != ("prb", "lampqa"):
         name, loader = _KIND_NAMES[guess]
         shown = ", ".join(sorted(cols)[:10])
         raise DataError(
