@@ -24,6 +24,7 @@ from rlexp import inputs
 from rlexp.config.tasks import StudyGrid
 from rlexp.errors import ConfigError, RlexpError
 from rlexp.runtime import compose_task, hydra_entry, one_line
+from rlexp.scoring.factory import check_gold_judge
 from rlexp.store import Record, Store
 from rlexp.tasks import correlate
 
@@ -140,6 +141,12 @@ class StudyPlan:
         # line, before the first stage runs, not when its task's stage is reached.
         for task in sorted({*self.extra} - {"model"} | ({*MODEL_TASKS} if "model" in self.extra else set())):
             self.config(task, [])
+        # So does a gold judge that cannot judge a prompt set (an unset judge.model, AlpacaEval without
+        # its preference judge), which would otherwise surface after every RM had trained.
+        for task in ("bon", *(("ppo",) if g.ppo else ())):
+            for ps in g.prompt_sets:
+                down = self.config(task, [f"prompts={ps}"])
+                check_gold_judge(down.judge, down.prompts)
         self.seeds = study_seeds(g, int(cfg.seed))
         self.threads = int(cfg.runtime.threads)
         self.n_jobs = int(g.n_jobs)

@@ -4,6 +4,7 @@ per-prompt streams, resumable. Runs the CLI in the vLLM environment; skipped (wi
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -34,11 +35,12 @@ ARGS = ["sample", "model=tiny_llama", "prompts=general", "prompts.limit=6", "sam
         "progress=false", "+sampling.vllm_engine.enforce_eager=true", "+sampling.vllm_engine.max_model_len=1024"]
 
 
-def _sample(world: Path, *extra: str, background: bool = False):
+def _sample(world: Path, *extra: str, log: Path | None = None):
     cmd = [VLLM_PY, "-m", "rlexp.cli", *ARGS, *extra]
     env = env_with(RLEXP_ROOT=str(world), VLLM_CPU_KVCACHE_SPACE="1", PYTHONPATH=str(REPO))
-    if background:
-        return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    if log is not None:  # in the background, in its own process group (the engine's workers die with it)
+        with log.open("w") as out:
+            return subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-2000:]
     return out
@@ -52,8 +54,13 @@ def _pool(world: Path, seed: int) -> tuple[str, list[dict]]:
 
 
 @needs_vllm
-def test_vllm_pool_is_seeded_per_prompt_and_resumes(world: Path, rms: dict[str, str]) -> None:
+def test_vllm_pool_is_seeded_per_prompt_and_resumes(world: Path, rms: dict[str, str], tmp_path: Path) -> None:
     # rms: the shared store holds the tiny lineages (the vLLM environment finds them there).
+    store = Store(world / "runs")
+    for old in store.records("sample"):  # a kept test world (RLEXP_TEST_WORLD) holds earlier pools
+        if old.info.get("backend") == "vllm":
+            shutil.rmtree(store.root / "artifacts" / "sample" / old.id, ignore_errors=True)
+            store.record_path("sample", old.id).unlink()
     _sample(world, "seed=3")
     rid, first = _pool(world, 3)
     assert len(first) == 6 * 3
@@ -66,15 +73,15 @@ def test_vllm_pool_is_seeded_per_prompt_and_resumes(world: Path, rms: dict[str, 
     _sample(world, "seed=3", "force=true")
     assert _pool(world, 3)[1] == first
     # Killed after its first chunk, the run resumes to the identical pool.
-    store = Store(world / "runs")
-    proc = _sample(world, "seed=4", background=True)
+    log = tmp_path / "killed.log"
+    proc = _sample(world, "seed=4", log=log)
     deadline = time.monotonic() + 600
     chunks = store.root / "artifacts" / "sample"
-    while time.monotonic() < deadline and not list(chunks.glob("*/chunks/chunk-00000.parquet")):
-        time.sleep(0.5)
+    while time.monotonic() < deadline and proc.poll() is None and not list(chunks.glob("*/chunks/chunk-00000.parquet")):
+        time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert list(chunks.glob("*/chunks/chunk-00000.parquet")), "the run never wrote a chunk"
+    assert list(chunks.glob("*/chunks/chunk-00000.parquet")), f"the run never wrote a chunk: {log.read_text()[-1500:]}"
     _sample(world, "seed=4")
     resumed_id, resumed = _pool(world, 4)
     assert store.get(resumed_id, "sample").info["resumed_chunks"] >= 1
