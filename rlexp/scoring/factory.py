@@ -70,7 +70,7 @@ def judge_name(judge: Mapping[str, Any] | JudgeConfig, kind: str) -> str:
         raise ConfigError("judge=rm needs judge.rm=<train_rm record id | folder | hub id>")
     if name == JudgeName.llm and not judge_cfg.model:
         raise ConfigError("judge=llm needs judge.model=<lineage name | folder | hub id>")
-    if name == JudgeName.llm and judge_cfg.endpoint is not None:
+    if name in (JudgeName.llm, JudgeName.grader) and judge_cfg.endpoint is not None:
         check_endpoint(judge_cfg.endpoint)
     return str(name)
 
@@ -95,19 +95,25 @@ def judge_key(judge: Mapping[str, Any] | JudgeConfig, kind: str) -> dict[str, An
         key["timeout"] = judge_cfg.timeout
         if judge_cfg.rm:
             key["preference"] = str(judge_cfg.rm)
+        elif judge_cfg.model:
+            key["preference"] = {"model": str(judge_cfg.model), **({"served": True} if judge_cfg.endpoint else {})}
     return key
 
 
+def judge_model(judge_cfg: JudgeConfig, local: Callable[[], ChatModel], cache_dir: Path) -> ChatModel:
+    """The judge's chat model: served when ``judge.endpoint`` is set (answers cached under ``cache_dir``),
+    otherwise the local model ``local()`` loads."""
+    if judge_cfg.endpoint is None:
+        return local()
+    return EndpointLM(judge_cfg.endpoint, model=str(judge_cfg.model), cache_dir=cache_dir,
+                      api_key_env=judge_cfg.api_key_env, concurrency=judge_cfg.concurrency,
+                      max_retries=judge_cfg.max_retries, request_timeout=judge_cfg.request_timeout)
+
+
 def llm_judge(judge: Mapping[str, Any] | JudgeConfig, local: Callable[[], ChatModel], cache_dir: Path) -> Scorer:
-    """The ``name=llm`` gold judge: served when ``judge.endpoint`` is set (answers cached under
-    ``cache_dir``), otherwise on the local model ``local()`` loads."""
+    """The ``name=llm`` gold judge on :func:`judge_model`'s chat model."""
     judge_cfg: JudgeConfig = typed(judge, JudgeConfig)
-    if judge_cfg.endpoint is not None:
-        lm: ChatModel = EndpointLM(judge_cfg.endpoint, model=str(judge_cfg.model), cache_dir=cache_dir,
-                                   api_key_env=judge_cfg.api_key_env, concurrency=judge_cfg.concurrency,
-                                   max_retries=judge_cfg.max_retries, request_timeout=judge_cfg.request_timeout)
-    else:
-        lm = local()
+    lm = judge_model(judge_cfg, local, cache_dir)
     if str(judge_cfg.variant) == "prb":
         return PRBListJudge(lm)
     return AspectLLMJudge(lm)
@@ -137,7 +143,7 @@ def check_gold_judge(judge: Mapping[str, Any] | JudgeConfig, prompts: Mapping[st
     judge_key(judge, kind)
     task_settings(prompts.get("tasks") or {})
     judge_cfg: JudgeConfig = typed(judge, JudgeConfig)
-    if judge_name(judge_cfg, kind) == "grader" and not judge_cfg.rm:
+    if judge_name(judge_cfg, kind) == "grader" and not (judge_cfg.rm or judge_cfg.model):
         needs = [t for t in task_settings(prompts.get("tasks") or {}) if suite_task(t).grade is None]
         if needs:
             raise ConfigError(f"prompts={prompts.get('name')} includes {needs[0]}, graded by a preference judge "

