@@ -24,6 +24,7 @@ class ScoreInput:
     response: str
     profile: tuple[ProfilePost, ...] = ()
     hidden: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    profile_ranked: bool = False  # the profile is in retrieval order already (PromptItem.profile_ranked)
 
 
 @dataclass

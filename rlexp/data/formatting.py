@@ -73,8 +73,10 @@ def rm_user_turn(
     k: int = DEFAULT_K,
     separator: str = DEFAULT_SEPARATOR,
     planner: Planner | None = None,
+    ranked: bool = False,
 ) -> str:
-    """The reward model's user turn for ``question`` under profile ``mode``.
+    """The reward model's user turn for ``question`` under profile ``mode`` (``ranked``: the profile is
+    in retrieval order already, so its first ``k`` posts are used as they are).
 
     - ``none``: the question alone.
     - ``raw``: question + ``separator`` + :func:`render_profile` of the top-``k`` posts.
@@ -90,24 +92,26 @@ def rm_user_turn(
     _check_k(k)
     if mode == "none":
         return question
+    query = None if ranked else question
     if mode == "raw":
-        block = render_profile(profile, k, question)
+        block = render_profile(profile, k, query)
     else:
         if planner is None:
             raise ConfigError("profile mode 'planner' needs a planner (none was configured)")
         # The planner sees the same top-k posts the raw mode would show (LaMP-QA PlanPers uses top-10).
-        block = planner(question, top_posts(profile, k, question))
+        block = planner(question, top_posts(profile, k, query))
         if not isinstance(block, str):
             raise TypeError(f"planner returned {type(block).__name__}, expected str")
     return f"{question}{separator}{block}" if block else question
 
 
-def policy_prompt(question: str, profile: Sequence[ProfilePost], k: int = DEFAULT_K) -> str:
+def policy_prompt(question: str, profile: Sequence[ProfilePost], k: int = DEFAULT_K, *, ranked: bool = False) -> str:
     """The user message for personalized sampling: instruction, past posts, current question.
 
-    Pair it with :data:`SYSTEM_PERSONALIZED` as the system message.
+    Pair it with :data:`SYSTEM_PERSONALIZED` as the system message. ``ranked``: the profile is in
+    retrieval order already, so its first ``k`` posts are shown as they are.
     """
-    posts = render_profile(profile, k, question) or "(no past posts)"
+    posts = render_profile(profile, k, None if ranked else question) or "(no past posts)"
     return f"{_POLICY_INSTRUCTION}\n\n# Past posts\n{posts}\n\n# Current question\n{question}"
 
 

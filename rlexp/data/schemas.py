@@ -160,6 +160,9 @@ class PromptItem:
     profile: tuple[ProfilePost, ...] = ()
     hidden: dict[str, Any] = field(default_factory=dict)
     shots: tuple[tuple[str, str], ...] = ()
+    # True when a loader already put the profile in retrieval order (LaMP-QA's dense retriever):
+    # renderers then keep that order instead of ranking the posts by BM25 themselves.
+    profile_ranked: bool = False
 
 
 # rlexp's own on-disk formats (sandbox output and user-supplied files of the same shape).

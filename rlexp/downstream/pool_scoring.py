@@ -45,7 +45,8 @@ def score_pool_texts(scorer: Scorer, prompts: Sequence[PromptItem], texts: list[
                      progress: bool) -> np.ndarray:
     """Flat scores (prompt-major) of a pool's [prompt][sample] texts; a NaN score is an error."""
     n = len(texts[0]) if texts else 0
-    items = [ScoreInput(p.prompt, t, p.profile, p.hidden) for p, row in zip(prompts, texts, strict=False) for t in row]
+    items = [ScoreInput(p.prompt, t, p.profile, p.hidden, p.profile_ranked)
+             for p, row in zip(prompts, texts, strict=False) for t in row]
     flat = score_chunked(scorer, items, f"scoring pool ({role})", progress)
     bad = np.flatnonzero(~np.isfinite(flat))
     if bad.size:

@@ -140,7 +140,7 @@ def _make_reward_module(scorer: Scorer, tokenizer: Any, prompts: Sequence[Prompt
 
         def score_ids(self, input_ids: Any, attention_mask: Any) -> Any:
             pairs = [self.split(row[mask.bool()].tolist()) for row, mask in zip(input_ids, attention_mask, strict=False)]
-            inputs = [ScoreInput(item.prompt, resp, item.profile, item.hidden) for item, resp in pairs]
+            inputs = [ScoreInput(item.prompt, resp, item.profile, item.hidden, item.profile_ranked) for item, resp in pairs]
             raw = np.asarray(self.scorer.score(inputs), dtype=np.float64)
             self.log.add([i.prompt for i in inputs], [i.response for i in inputs], raw.tolist())
             values = torch.tensor(raw * self.scale, dtype=torch.float32, device=input_ids.device)
@@ -256,7 +256,8 @@ def train_grpo_like(
     def reward(completions: list[Any], prompt_id: list[str], **_: Any) -> list[float]:
         texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
         items = [by_text[i] for i in prompt_id]
-        return np.asarray(scorer.score([ScoreInput(it.prompt, t, it.profile, it.hidden) for it, t in zip(items, texts, strict=False)])).tolist()
+        return np.asarray(scorer.score([ScoreInput(it.prompt, t, it.profile, it.hidden, it.profile_ranked)
+                                        for it, t in zip(items, texts, strict=False)])).tolist()
 
     if algorithm == "grpo":
         from trl import GRPOConfig as Cfg

@@ -39,7 +39,7 @@ def chat_messages(item: PromptItem, profile_k: int) -> list[dict[str, str]]:
     if item.kind == "personalized" and item.profile:
         return [
             {"role": "system", "content": SYSTEM_PERSONALIZED},
-            {"role": "user", "content": policy_prompt(item.prompt, item.profile, profile_k)},
+            {"role": "user", "content": policy_prompt(item.prompt, item.profile, profile_k, ranked=item.profile_ranked)},
         ]
     turns = [{"role": role, "content": text} for shot in item.shots
              for role, text in zip(("user", "assistant"), shot, strict=True)]

@@ -92,7 +92,8 @@ class RewardModelScorer:
     # -- rendering -------------------------------------------------------------------------
     def user_turn(self, item: ScoreInput) -> str:
         p = self.profile
-        return rm_user_turn(item.prompt, item.profile, str(p.mode), k=p.k, separator=p.separator, planner=self.planner)
+        return rm_user_turn(item.prompt, item.profile, str(p.mode), k=p.k, separator=p.separator, planner=self.planner,
+                            ranked=item.profile_ranked)
 
     def render(self, item: ScoreInput) -> str:
         """The exact text the RM reads for ``item``."""

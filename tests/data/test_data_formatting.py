@@ -83,3 +83,17 @@ def test_policy_prompt() -> None:
     assert text.endswith(QUESTION) and text.index("Post 1") < text.index(QUESTION)
     assert "Post 3" not in text
     assert SYSTEM_PERSONALIZED.count(".") == 1 and "personalized" in SYSTEM_PERSONALIZED
+
+
+def test_a_profile_in_retrieval_order_keeps_it() -> None:
+    """A loader's own ranking (LaMP-QA's dense retriever) survives rendering; an unranked profile is
+    ranked by BM25 against the question."""
+    from rlexp.data.formatting import policy_prompt, rm_user_turn
+    from rlexp.data.schemas import ProfilePost
+
+    question = "how do I tune a guitar"
+    posts = (ProfilePost("c", "1", "my favourite soup recipe"), ProfilePost("c", "2", "tune a guitar by ear"))
+    for render in (lambda r: policy_prompt(question, posts, 1, ranked=r),
+                   lambda r: rm_user_turn(question, posts, "raw", k=1, ranked=r)):
+        assert "soup" in render(True) and "guitar by ear" not in render(True)
+        assert "guitar by ear" in render(False) and "soup" not in render(False)

@@ -96,6 +96,7 @@ def test_items_profile_is_the_bm25_top_k_for_the_question(hub_layout: Path) -> N
     scores = bm25_scores(row["question"], [p["text"] for p in row["profile"]])  # the question only
     expected = [row["profile"][i] for i in np.argsort(-scores, kind="stable")[:10]]
     assert [ProfilePost(**p) for p in expected] == list(heavy.profile)
+    assert heavy.profile_ranked  # renderers keep this order (a dense ranking must survive them)
     assert heavy.profile[0].id in {"a1-p3", "a1-p11"}  # the posts that share most words come first
     # records stay intact: every id keeps its own text and category (reference §10.1)
     originals = {p["id"]: p for p in row["profile"]}

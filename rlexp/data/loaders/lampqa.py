@@ -83,7 +83,8 @@ def _prompt_item(fields: Mapping[str, Any], domain: str, k: int, method: str, en
         "domain": domain,
         "category": fields["category"],
     }
-    return PromptItem(f"{domain}:{fields['id']}", fields["question"], "personalized", tuple(ranked[:k]), hidden)
+    return PromptItem(f"{domain}:{fields['id']}", fields["question"], "personalized", tuple(ranked[:k]), hidden,
+                      profile_ranked=True)
 
 
 def load_lampqa(
