@@ -25,6 +25,8 @@ class ScoreInput:
     profile: tuple[ProfilePost, ...] = ()
     hidden: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     profile_ranked: bool = False  # the profile is in retrieval order already (PromptItem.profile_ranked)
+    # Earlier messages of a multi-turn conversation, (role, content), before the user's ``prompt``.
+    turns: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass

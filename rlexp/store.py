@@ -77,6 +77,11 @@ HASH_NEUTRAL: dict[tuple[str, str], Any] = {
 # PPO record hashes its judge config directly, so a URL-free flag keeps the two apart.
 HASH_PRESENCE: frozenset[tuple[str, str]] = frozenset({("judge", "endpoint")})
 
+# Keys added after records existed whose null value is the old behaviour and whose every set value
+# matters: dropped when null, hashed in full otherwise (the Chatbot Arena-/PRISM-Personalized
+# benchmarks; an evaluation without them keeps its id).
+HASH_UNLESS_NULL: frozenset[tuple[str, str]] = frozenset({("benchmark", "arena"), ("benchmark", "prism")})
+
 
 def _drop_neutral(obj: Any, parent: str | None = None) -> Any:
     """``obj`` without the :data:`HASH_NEUTRAL` keys at their neutral value and with the
@@ -88,6 +93,8 @@ def _drop_neutral(obj: Any, parent: str | None = None) -> Any:
             if (str(parent), str(k)) in HASH_PRESENCE:
                 if v is not None:
                     out[k] = True
+                continue
+            if v is None and (str(parent), str(k)) in HASH_UNLESS_NULL:
                 continue
             neutral = HASH_NEUTRAL.get((str(parent), str(k)), _KEEP)
             if neutral is not _KEEP and (neutral is None or v == neutral):

@@ -171,6 +171,8 @@ CAPTIONS = {
                       "factors), with the oracle and first-k curves.",
     "fig_ppo_lineage": "Benchmark score vs PPO gain, coloured by lineage match with the policy "
                        "(dashed lines: judge-reward upper bounds).",
+    "fig_benchmark_ranking": "Benchmarks ranked by how well they predict each downstream gain (Personalized "
+                             "RewardBench's comparison): bars, normalised NDCG; dots, Spearman ρ with its CI over RMs.",
 }
 
 

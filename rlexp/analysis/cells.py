@@ -1,6 +1,6 @@
 """The cells of the RM table: which record fills each (RM, column group), and the values it gives.
 
-A column group is ``rb2``, ``prb/<mode>``, ``bon/<setting>`` or ``<algorithm>/<setting>``; its
+A column group is ``rb2``, ``prb/<mode>``, ``arena/<context>``, ``prism/<context>``, ``bon/<setting>`` or ``<algorithm>/<setting>``; its
 record gives one or more columns of the RM's row (see :mod:`rlexp.analysis.columns`) and, for
 downstream groups, what the context keeps beside the table: BoN curves, per-prompt result files,
 the gains' CIs over prompts and the gains per prompt group.
@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlexp.analysis.columns import is_benchmark_group
 from rlexp.analysis.records import Collection, curve_ks, factors, short_name
 from rlexp.analysis.study_table import BonGroups, Curve, Interval
 from rlexp.analysis.values import finite_float, score_or_none
@@ -66,6 +67,8 @@ def fill_rows(collection: Collection, chosen: Mapping[tuple[str, str], Cell], rm
             _fill_rb2(out.rows[rm], rec.metrics["rb2"])
         elif group.startswith("prb/"):
             _fill_prb(out.rows[rm], group, rec.metrics["prb"])
+        elif is_benchmark_group(group):
+            _fill_user_pairs(out.rows[rm], group, rec.metrics[group.split("/")[0]])
         elif group.startswith("bon/"):
             _fill_bon(out, rm, group, rec, k_of[group], collection.store)
         else:
@@ -83,6 +86,13 @@ def _fill_rb2(row: dict[str, Any], rb2: Mapping[str, Any]) -> None:
     for name in [*RB2_SUBSETS, *sorted(set(rb2) - set(RB2_SUBSETS))]:
         if name in rb2 and name not in RB2_NON_SCORES and _is_score(rb2[name]):
             row[f"rb2/{name}"] = finite_float(rb2[name])
+
+
+def _fill_user_pairs(row: dict[str, Any], group: str, metrics: Mapping[str, Any]) -> None:
+    """Chatbot Arena-/PRISM-Personalized: accuracy over votes, and the mean of the users' accuracies."""
+    row[f"{group}/accuracy"] = finite_float(metrics.get("accuracy"))
+    if _is_score(metrics.get("user_accuracy")):
+        row[f"{group}/user_accuracy"] = finite_float(metrics["user_accuracy"])
 
 
 def _fill_prb(row: dict[str, Any], group: str, prb: Mapping[str, Any]) -> None:

@@ -7,6 +7,7 @@ policy lineages::
 
     factors      lineage model checkpoint mix epochs lr train_profile seed heldout_accuracy
     benchmarks   rb2/overall  rb2/<subset>  prb/<mode>/accuracy  prb/<mode>/<domain>
+                 arena/<context>/accuracy  arena/<context>/user_accuracy  (prism/... alike)
     downstream   bon/<setting>/gain@<k>  bon/<setting>/ngain@<k>  <algorithm>/<setting>/gain
     extra        <algorithm>/<setting>/lineage_match
 """
@@ -17,7 +18,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from rlexp.config.choices import ProfileMode
+from rlexp.config.choices import ProfileMode, UserContextMode
 from rlexp.data.schemas import RB2_SUBSETS
 
 #: Factor columns (from the train_rm record's lineage info); empty for external RMs.
@@ -29,16 +30,30 @@ DESIGN_FACTORS: tuple[str, ...] = FACTORS[:-1]
 DOWNSTREAM_RE = re.compile(r"^(?P<task>[A-Za-z0-9_]+)/(?P<setting>[^/]+)/(?P<stat>gain@\d+|ngain@\d+|gain)$")
 #: PRB profile modes in the order their columns appear (unknown modes after them).
 _PRB_MODE_ORDER = {mode.value: i for i, mode in enumerate(ProfileMode)}
+_CONTEXT_ORDER = {mode.value: i for i, mode in enumerate(UserContextMode)}
+
+
+#: Benchmarks whose columns are per user-context mode: ``<name>/<mode>/...`` (PRB: the profile mode;
+#: Chatbot Arena- and PRISM-Personalized: the user context), in the order their columns appear.
+PERSONAL_BENCHMARKS: tuple[str, ...] = ("prb", "arena", "prism")
+#: The comparison benchmarks of Personalized RewardBench (evaluate records' ``arena``/``prism`` metrics).
+USER_PAIR_BENCHMARKS: tuple[str, ...] = ("arena", "prism")
+_BENCHMARK_PREFIXES = tuple(f"{b}/" for b in ("rb2", *PERSONAL_BENCHMARKS))
+
+
+def is_benchmark_group(group: str) -> bool:
+    """Whether a column group (``rb2``, ``prb/<mode>``, ``arena/<context>`` ...) holds benchmark scores."""
+    return group == "rb2" or group.startswith(_BENCHMARK_PREFIXES)
 
 
 def benchmark_columns(columns: Iterable[str]) -> list[str]:
-    """Every RB2 and PRB column (``rb2/...``, ``prb/...``), in the given order."""
-    return [c for c in columns if c.startswith("rb2/") or c.startswith("prb/")]
+    """Every benchmark column (``rb2/...``, ``prb/...``, ``arena/...``, ``prism/...``), in the given order."""
+    return [c for c in columns if c.startswith(_BENCHMARK_PREFIXES)]
 
 
 def main_benchmark_columns(columns: Iterable[str]) -> list[str]:
-    """The headline score of each benchmark: ``rb2/overall`` and every ``prb/<mode>/accuracy``."""
-    return [c for c in columns if c == "rb2/overall" or (c.startswith("prb/") and c.endswith("/accuracy"))]
+    """The headline score of each benchmark: ``rb2/overall`` and every ``<personal>/<mode>/accuracy``."""
+    return [c for c in columns if c == "rb2/overall" or (c.startswith(_BENCHMARK_PREFIXES[1:]) and c.endswith("/accuracy"))]
 
 
 def downstream_columns(columns: Iterable[str]) -> list[str]:
@@ -57,18 +72,20 @@ def setting_of(column: str) -> str:
 
 
 def benchmark_group(column: str) -> str:
-    """The record group a benchmark column comes from: ``rb2`` or ``prb/<mode>``."""
+    """The record group a benchmark column comes from: ``rb2``, ``prb/<mode>``, ``arena/<context>`` ..."""
     return "rb2" if column.startswith("rb2/") else "/".join(column.split("/")[:2])
 
 
 def benchmark_order(column: str) -> tuple[Any, ...]:
-    """Sort key: RB2 (overall, then the subsets in RB2's order), then PRB by mode (accuracy first)."""
+    """Sort key: RB2 (overall, then the subsets in RB2's order), then PRB by mode, then Chatbot Arena-
+    and PRISM-Personalized by user context (accuracy first)."""
     if column.startswith("rb2/"):
         name = column[4:]
         return (0, "", 0 if name == "overall" else 1 + (RB2_SUBSETS.index(name) if name in RB2_SUBSETS else 99), name)
-    _, mode, name = column.split("/", 2)
-    mode_rank = _PRB_MODE_ORDER.get(mode, 3)
-    return (1, f"{mode_rank}{mode}", 0 if name == "accuracy" else 1, name)
+    bench, mode, name = column.split("/", 2)
+    order = _PRB_MODE_ORDER if bench == "prb" else _CONTEXT_ORDER
+    mode_rank = order.get(mode, 3)
+    return (1 + PERSONAL_BENCHMARKS.index(bench), f"{mode_rank}{mode}", 0 if name == "accuracy" else 1, name)
 
 
 def downstream_order(column: str) -> tuple[Any, ...]:

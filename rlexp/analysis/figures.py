@@ -27,6 +27,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from rlexp.analysis.benchmark_comparison import comparison_rows, fig_benchmark_ranking
 from rlexp.analysis.columns import DOWNSTREAM_RE, gain_columns, main_benchmark_columns
 from rlexp.analysis.correlation import spearman
 from rlexp.analysis.ndcg import ndcg_null
@@ -35,7 +36,8 @@ from rlexp.analysis.study_table import StudyContext, StudyTable
 from rlexp.analysis.values import is_missing
 from rlexp.errors import DataError
 
-FIGURES: tuple[str, ...] = ("fig_scatter", "fig_ndcg_bars", "fig_subset_pearson", "fig_bon_curves", "fig_ppo_lineage")
+FIGURES: tuple[str, ...] = ("fig_scatter", "fig_ndcg_bars", "fig_subset_pearson", "fig_bon_curves", "fig_ppo_lineage",
+                            "fig_benchmark_ranking")
 FORMATS: tuple[str, ...] = ("png", "pdf")
 _PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
 
@@ -367,7 +369,7 @@ def fig_ppo_lineage(study: StudyTable, corr: pd.DataFrame, out_dir: Path) -> lis
 
 
 def all_figures(study: StudyTable, corr: pd.DataFrame, out_dir: Path) -> dict[str, list[Path]]:
-    """Draw the five figures into ``out_dir``; returns name -> [png, pdf]."""
+    """Draw the six figures into ``out_dir``; returns name -> [png, pdf]."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     return {
@@ -376,4 +378,6 @@ def all_figures(study: StudyTable, corr: pd.DataFrame, out_dir: Path) -> dict[st
         "fig_subset_pearson": fig_subset_pearson(study.frame, corr, out_dir),
         "fig_bon_curves": fig_bon_curves(study, out_dir),
         "fig_ppo_lineage": fig_ppo_lineage(study, corr, out_dir),
+        "fig_benchmark_ranking": fig_benchmark_ranking(
+            comparison_rows(study.frame, corr, next(iter(_ndcg_names(corr)), None)), out_dir),
     }

@@ -50,6 +50,10 @@ def grid_sentence(study: StudyTable) -> str:
     modes = context.profile_modes
     if modes:
         benches.append(f"Personalized RewardBench (profile modes {', '.join(modes)})")
+    for bench, name in (("arena", "Chatbot Arena-Personalized"), ("prism", "PRISM-Personalized")):
+        contexts = sorted({c.split("/")[1] for c in table.columns if c.startswith(f"{bench}/")})
+        if contexts:
+            benches.append(f"{name} (user context {', '.join(contexts)})")
     settings: dict[str, list[str]] = {}
     for col in context.columns.gain:
         m = DOWNSTREAM_RE.match(col)

@@ -6,7 +6,7 @@ Layout of the output folder (the correlate record's artifact folder)::
     correlations.csv      long format: benchmark x downstream x statistic, value, p, CIs, n, note
     correlations.md/.tex  the same, one row per (benchmark, downstream) pair
     context.json          what the report needs besides the tables (records, duplicates, missing, curves)
-    fig_*.png / fig_*.pdf the five figures (see rlexp.analysis.figures)
+    fig_*.png / fig_*.pdf the six figures (see rlexp.analysis.figures)
     report.md             summary, RM table, correlations, figures, records used, missing
 
 :func:`render` redraws everything but the CSVs from those files alone (no store, no model), in
@@ -31,6 +31,7 @@ from rlexp.analysis.appendices import (
     reward_models_section,
     subgroup_section,
 )
+from rlexp.analysis.benchmark_comparison import comparison_rows, comparison_section
 from rlexp.analysis.correlation import MIN_TESTABLE
 from rlexp.analysis.figures import all_figures
 from rlexp.analysis.front_page import page_one
@@ -200,6 +201,9 @@ def correlations_latex(corr: pd.DataFrame, settings: Mapping[str, Any]) -> str:
 def report_markdown(study: StudyTable, corr: pd.DataFrame, settings: Mapping[str, Any]) -> str:
     """The whole report: page one (answer first), then appendices A-F (details and provenance)."""
     lines = page_one(study)
+    ndcg_name = next((str(s) for s in _stat_order(corr) if str(s).startswith("ndcg")), None)
+    alpha = float((study.context.headline or {}).get("alpha", 0.05))
+    lines += comparison_section(comparison_rows(study.frame, corr, ndcg_name), ndcg_name, alpha)
     lines += ["---", "", "# Appendices", "",
               "A. Correlations of every benchmark column · B. Headline pairs without controls, within each data "
               "mix and per seed · C. Reward models · D. Downstream detail · E. Figures · F. Provenance", ""]
@@ -236,7 +240,7 @@ def write_tables(out_dir: Path, study: StudyTable, corr: pd.DataFrame, settings:
 
 
 def render_documents(out_dir: Path, study: StudyTable, corr: pd.DataFrame) -> dict[str, Path]:
-    """correlations.md/.tex, the five figures (PNG + PDF) and report.md (settings from ``study.context``)."""
+    """correlations.md/.tex, the six figures (PNG + PDF) and report.md (settings from ``study.context``)."""
     out_dir = Path(out_dir)
     settings = dict(study.context.settings or {})
     settings.setdefault("ndcg_names", [s for s in _stat_order(corr) if str(s).startswith("ndcg")])

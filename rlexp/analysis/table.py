@@ -29,12 +29,14 @@ import pandas as pd
 from rlexp.analysis.cells import Cell, Rows, fill_rows
 from rlexp.analysis.columns import (
     FACTORS,
+    USER_PAIR_BENCHMARKS,
     benchmark_columns,
     benchmark_group,
     benchmark_order,
     downstream_columns,
     downstream_order,
     gain_columns,
+    is_benchmark_group,
     main_benchmark_columns,
     setting_of,
 )
@@ -133,6 +135,9 @@ def _gather(collection: Collection, modes: list[str] | None) -> _Found:
                 found.seen_modes.add(mode)
                 if modes is None or mode in modes:
                     found.cells[(rm, f"prb/{mode}")].append(rec)
+            for bench in USER_PAIR_BENCHMARKS:
+                if isinstance(rec.metrics.get(bench), Mapping):
+                    found.cells[(rm, f"{bench}/{rec.metrics[bench].get('user_context', 'none')}")].append(rec)
             continue
         group = downstream_group(rec)
         if rm.startswith(JUDGE_PREFIX):
@@ -178,7 +183,7 @@ def _check_compatible(chosen: Mapping[tuple[str, str], Cell]) -> list[str]:
     warnings: list[str] = []
     for group in sorted({g for _, g in chosen}):
         members = [c for (_, g), c in chosen.items() if g == group]
-        if group == "rb2" or group.startswith("prb/"):
+        if is_benchmark_group(group):
             _check_benchmark_data(group, members)
             continue
         judges = {judge_key(c.record) for c in members}
@@ -196,10 +201,10 @@ def _check_compatible(chosen: Mapping[tuple[str, str], Cell]) -> list[str]:
 
 def _check_benchmark_data(group: str, members: Sequence[Cell]) -> None:
     """Scores of one benchmark column must come from one benchmark data set (else not comparable)."""
-    key = "rb2" if group == "rb2" else "prb"
+    key = group.split("/")[0]
     ids: dict[str, list[str]] = defaultdict(list)
     for c in members:
-        ids[str(c.record.inputs.get(key))].append(short_name(c.rm))
+        ids[_data_of(c.record, key)].append(short_name(c.rm))
     if len(ids) > 1:
         parts = "; ".join(f"{d} for RM {', '.join(sorted(r))}" for d, r in sorted(ids.items()))
         raise DataError(
@@ -293,12 +298,16 @@ def _data_ids(chosen: Mapping[tuple[str, str], Cell]) -> dict[str, list[str]]:
     out: dict[str, set[str]] = defaultdict(set)
     for (_, group), cell in chosen.items():
         rec = cell.record
-        if group == "rb2":
-            out["rb2"].add(str(rec.inputs.get("rb2")))
-        elif group.startswith("prb/"):
-            out[group].add(str(rec.inputs.get("prb")))
+        if is_benchmark_group(group):
+            out[group].add(_data_of(rec, group.split("/")[0]))
         elif group.startswith("bon/"):
             out[group].add(str(rec.inputs.get("pool")))
         else:
             out[group].add(str(rec.inputs.get("baseline_pool")))
     return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+def _data_of(rec: Record, bench: str) -> str:
+    """The benchmark data an evaluate record scored (PRISM's persona context adds its survey)."""
+    survey = rec.inputs.get(f"{bench}_survey")
+    return str(rec.inputs.get(bench)) + (f" + {survey}" if survey else "")

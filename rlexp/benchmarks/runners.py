@@ -13,6 +13,7 @@ import numpy as np
 
 from rlexp.benchmarks.personalized_math import pairwise_accuracy
 from rlexp.benchmarks.rewardbench2_math import reroll, score_rewardbench2, unroll
+from rlexp.benchmarks.user_pairs import UserPairCase, context_block, rm_conversation, user_pairs_summary
 from rlexp.data.schemas import PRBItem, RB2Item
 from rlexp.scorer import ScoreInput, Scorer
 
@@ -72,5 +73,28 @@ def run_personalized(
     per_example = [
         {"id": it.id, "domain": it.domain, "chosen_score": float(c), "rejected_score": float(r), "correct": bool(c > r)}
         for it, c, r in zip(items, chosen, rejected, strict=False)
+    ]
+    return summary, per_example
+
+
+def run_user_pairs(
+    scorer: Scorer, cases: Sequence[UserPairCase], *, mode: str, k: int, separator: str, name: str,
+    progress: bool = False,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Score chosen and rejected of every vote with the user context of ``mode``; strict-> accuracy."""
+    inputs: list[ScoreInput] = []
+    with_context: list[bool] = []
+    for case in cases:
+        turns, prompt = rm_conversation(case, mode, k, separator)
+        with_context.append(bool(context_block(case, mode, k)))
+        inputs.append(ScoreInput(prompt, case.item.chosen, turns=turns))
+        inputs.append(ScoreInput(prompt, case.item.rejected, turns=turns))
+    flat = score_chunked(scorer, inputs, name, progress)
+    chosen, rejected = flat[0::2], flat[1::2]
+    summary = user_pairs_summary(chosen.tolist(), rejected.tolist(), cases, with_context)
+    per_example = [
+        {"id": c.item.id, "user_id": c.item.user_id, "type": c.item.kind, "history": len(c.history),
+         "with_context": w, "chosen_score": float(a), "rejected_score": float(b), "correct": bool(a > b)}
+        for c, w, a, b in zip(cases, with_context, chosen, rejected, strict=True)
     ]
     return summary, per_example

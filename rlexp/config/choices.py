@@ -20,6 +20,9 @@ LoggerKind = StrEnum("LoggerKind", "wandb none")
 WandbMode = StrEnum("WandbMode", "offline online disabled")
 Checkpoint = StrEnum("Checkpoint", "base instruct")
 ProfileMode = StrEnum("ProfileMode", "none raw planner")
+# What an RM sees of the user on Chatbot Arena-/PRISM-Personalized: nothing, the user's earlier votes,
+# or the PRISM survey's self-description and stated preferences.
+UserContextMode = StrEnum("UserContextMode", "none history persona")
 PlannerKind = StrEnum("PlannerKind", "sandbox lm")
 ScorerKind = StrEnum("ScorerKind", "seq_cls generative")
 TruncationSide = StrEnum("TruncationSide", "left right")

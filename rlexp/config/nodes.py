@@ -19,6 +19,7 @@ from rlexp.config.choices import (
     TokenizerCheck,
     TokenizerSource,
     TruncationSide,
+    UserContextMode,
     WandbMode,
     coerce_choices,
 )
@@ -156,10 +157,34 @@ class PRBBenchmark:
 
 
 @dataclass
+class UserPairsBenchmark:
+    """Chatbot Arena- or PRISM-Personalized: a user's ``eval_split`` votes of HF split ``split``.
+
+    ``user_context``: what the RM reads before the conversation (``history``: the user's ``k``
+    latest train/val votes; ``persona``: the PRISM survey, read from ``survey``).
+    """
+
+    source: str = "sandbox:arena"
+    split: str = "test"
+    eval_split: str = "test"
+    limit: int | None = None
+    user_context: UserContextMode = UserContextMode.history
+    k: int = 2
+    survey: str | None = None
+
+    def __post_init__(self) -> None:
+        coerce_choices(self, "benchmark")
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
+            raise ConfigError(f"benchmark k must be a positive integer, got {self.k!r}")
+
+
+@dataclass
 class BenchmarkConfig:
     name: str = "both"
     rb2: RB2Benchmark | None = None
     prb: PRBBenchmark | None = None
+    arena: UserPairsBenchmark | None = None
+    prism: UserPairsBenchmark | None = None
 
 
 @dataclass

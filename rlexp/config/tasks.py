@@ -215,6 +215,9 @@ class StudyGrid:
     epochs: list[float] = field(default_factory=lambda: [1.0, 2.0])
     train_profile: str = "planner"
     eval_profiles: list[str] = field(default_factory=lambda: ["none", "planner"])
+    # Further benchmark presets (conf/benchmark) every RM is evaluated on once, e.g. `comparison`:
+    # PRB's comparison benchmarks, Chatbot Arena- and PRISM-Personalized.
+    extra_benchmarks: list[str] = field(default_factory=list)
     prompt_sets: list[str] = field(default_factory=lambda: ["personalized", "general"])
     policy: str = "tiny_llama"
     ppo: list[PPOPick] = field(default_factory=list)

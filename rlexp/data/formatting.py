@@ -5,6 +5,10 @@ same user turn everywhere (reference: personalized-rewardbench.md §3.3, §4, §
 modes are ``none`` (question only, what the released PRB benchmark runs), ``raw`` (question,
 separator, top-k posts) and ``planner`` (question, separator, the planner's inferred aspects).
 Unlike the reference code, the separator between question and profile is explicit.
+
+Chatbot Arena- and PRISM-Personalized carry no profile posts; what an RM sees of their users
+(``none``, ``history``: the user's earlier votes, ``persona``: PRISM's survey) is built here too, by
+:func:`history_block`, :func:`persona_block` and :func:`with_user_context`.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
-from rlexp.config.choices import ProfileMode
+from rlexp.config.choices import ProfileMode, UserContextMode
 from rlexp.config.nodes import ProfileConfig
 from rlexp.data.retrieval import rank_posts
 from rlexp.data.schemas import ProfilePost
@@ -115,14 +119,56 @@ def policy_prompt(question: str, profile: Sequence[ProfilePost], k: int = DEFAUL
     return f"{_POLICY_INSTRUCTION}\n\n# Past posts\n{posts}\n\n# Current question\n{question}"
 
 
+# --- Chatbot Arena- / PRISM-Personalized: what an RM sees of the user (config.choices.UserContextMode) ---
+
+USER_CONTEXT_MODES: tuple[str, ...] = tuple(UserContextMode)
+
+
+def history_block(votes: Sequence[tuple[str, str, str]], k: int) -> str:
+    """The user's ``k`` latest earlier votes, (question, preferred, other) in order, as one text block."""
+    _check_k(k)
+    shown = list(votes)[-k:]
+    if not shown:
+        return ""
+    parts = [f"Question: {q}\nPreferred answer: {c}\nOther answer: {r}" for q, c, r in shown]
+    return "Earlier choices of this user:\n\n" + "\n\n".join(parts)
+
+
+def persona_block(self_description: str, stated_prefs: Sequence[tuple[str, int]]) -> str:
+    """A PRISM user's self-description and stated priorities (0-100 sliders), as one text block."""
+    lines = [f"About the user: {self_description}"] if self_description else []
+    if stated_prefs:
+        lines.append("The user's stated priorities (0-100): " + ", ".join(f"{n} {v}" for n, v in stated_prefs))
+    return "\n".join(lines)
+
+
+def with_user_context(
+    context: Sequence[tuple[str, str]], block: str, separator: str = DEFAULT_SEPARATOR
+) -> tuple[tuple[tuple[str, str], ...], str]:
+    """A conversation as (earlier turns, final user message), with ``block`` placed before it.
+
+    The block goes in front of the first user message, so every chat template (with or without a
+    system role) reads it before the conversation. An empty block leaves the conversation as it is.
+    """
+    messages = list(context)
+    if block:
+        first = next(i for i, (role, _) in enumerate(messages) if role == "user")
+        messages[first] = ("user", f"{block}{separator}{messages[first][1]}")
+    return tuple(messages[:-1]), messages[-1][1]
+
+
 __all__ = [
     "DEFAULT_K",
     "DEFAULT_SEPARATOR",
     "PROFILE_MODES",
     "SYSTEM_PERSONALIZED",
+    "USER_CONTEXT_MODES",
     "Planner",
+    "history_block",
+    "persona_block",
     "policy_prompt",
     "render_profile",
     "rm_user_turn",
     "top_posts",
+    "with_user_context",
 ]

@@ -70,6 +70,47 @@ PRB_ARROW_SCHEMA = pa.schema(
 )
 
 
+# MichaelR207/chatbot_arena_personalized_0125 and MichaelR207/prism_personalized_0125 (SynthesizeMe;
+# reference/prb-comparison-benchmarks.md §2): HF splits partition users, the `split` column splits each
+# user's pairs (train/val/test); chosen/rejected are single messages whose role is `model`.
+CHAT_MESSAGE_TYPE = pa.struct([("content", pa.string()), ("role", pa.string())])
+USER_PAIRS_ARROW_SCHEMA = pa.schema(
+    [
+        ("conversation_id", pa.string()),
+        ("user_id", pa.string()),
+        ("context", pa.list_(CHAT_MESSAGE_TYPE)),
+        ("chosen", CHAT_MESSAGE_TYPE),
+        ("rejected", CHAT_MESSAGE_TYPE),
+        ("turns", pa.int64()),
+        ("type", pa.string()),
+        ("split", pa.string()),
+        ("flip", pa.bool_()),
+        # Columns SynthesizeMe drops on load (kept so a file has the published layout).
+        ("chosen_score", pa.float64()),
+        ("rejected_score", pa.float64()),
+        ("dataset", pa.string()),
+    ]
+)
+USER_PAIR_SPLITS: tuple[str, ...] = ("train", "val", "test")  # values of the per-row `split` column
+# HannahRoseKirk/prism-alignment, config `survey` (survey.jsonl): the fields rlexp reads and writes.
+PRISM_STATED_PREFS: tuple[str, ...] = (
+    "values", "creativity", "fluency", "factuality", "diversity", "safety", "personalisation", "helpfulness",
+)
+PRISM_SURVEY_ARROW_SCHEMA = pa.schema(
+    [
+        ("user_id", pa.string()),
+        ("survey_only", pa.bool_()),
+        ("self_description", pa.string()),
+        ("system_string", pa.string()),
+        ("stated_prefs", pa.struct([*((k, pa.int64()) for k in PRISM_STATED_PREFS), ("other", pa.int64()),
+                                    ("other_text", pa.string())])),
+        ("age", pa.string()),
+        ("gender", pa.string()),
+        ("english_proficiency", pa.string()),
+    ]
+)
+
+
 @dataclass(frozen=True)
 class ProfilePost:
     """One earlier post of a user (StackExchange question + description in the real data)."""
@@ -163,6 +204,41 @@ class PromptItem:
     # True when a loader already put the profile in retrieval order (LaMP-QA's dense retriever):
     # renderers then keep that order instead of ranking the posts by BM25 themselves.
     profile_ranked: bool = False
+
+
+@dataclass(frozen=True)
+class UserPairItem:
+    """One pair of Chatbot Arena- or PRISM-Personalized: a user's vote between two answers.
+
+    ``context`` is the conversation up to the compared turn as (role, content) messages, roles
+    ``user``/``assistant`` (``model`` is mapped on load), ending with the user's message. ``split``
+    is the row's own `split` column: a user's ``train``/``val`` pairs are the history an RM may see
+    when it scores the user's ``test`` pairs.
+    """
+
+    id: str
+    user_id: str
+    context: tuple[tuple[str, str], ...]
+    chosen: str
+    rejected: str
+    split: str
+    flip: bool = False
+    kind: str = ""  # the `type` column (PRISM's conversation type); "" where absent
+
+    @property
+    def question(self) -> str:
+        """The user message the two answers reply to."""
+        return self.context[-1][1]
+
+
+@dataclass(frozen=True)
+class UserSurvey:
+    """What a PRISM user said about themselves (the `survey` config), as far as rlexp reads it."""
+
+    user_id: str
+    self_description: str = ""
+    system_string: str = ""
+    stated_prefs: tuple[tuple[str, int], ...] = ()  # (name, 0-100 slider) for the sliders answered
 
 
 # rlexp's own on-disk formats (sandbox output and user-supplied files of the same shape).

@@ -41,6 +41,22 @@ def _torch_dtype(name: str, device: str) -> Any:
         raise ConfigError(f"dtype={name!r} is not one of auto, float32, bfloat16, float16") from None
 
 
+def _earlier_turns(template: str, turns: Sequence[tuple[str, str]]) -> str:
+    """A conversation's earlier messages in a fallback template: a system message as it is, then each
+    (user, assistant) exchange as the template renders one, a newline after each."""
+    out: list[str] = []
+    pending: str | None = None
+    for role, content in turns:
+        if role == "system":
+            out.append(content)
+        elif role == "user":
+            pending = content
+        else:
+            out.append(template.format(prompt=pending or "", response=content))
+            pending = None
+    return "".join(f"{part}\n" for part in out)
+
+
 class RewardModelScorer:
     """A 1-label sequence classifier behind the :class:`~rlexp.scorer.Scorer` interface."""
 
@@ -99,7 +115,8 @@ class RewardModelScorer:
         """The exact text the RM reads for ``item``."""
         user = self.user_turn(item)
         if getattr(self.tokenizer, "chat_template", None):
-            messages = [{"role": "user", "content": user}, {"role": "assistant", "content": item.response}]
+            messages = [*({"role": r, "content": c} for r, c in item.turns),
+                        {"role": "user", "content": user}, {"role": "assistant", "content": item.response}]
             return self.tokenizer.apply_chat_template(messages, tokenize=False)
         if not self._warned_template:
             log.warning("%s: tokenizer has no chat template; using the %r fallback", self.name, self.settings.fallback_template)
@@ -110,7 +127,8 @@ class RewardModelScorer:
             raise ConfigError(
                 f"fallback_template={self.settings.fallback_template!r} is not one of {', '.join(FALLBACK_TEMPLATES)}"
             ) from None
-        return template.format(prompt=user, response=item.response) + (self.tokenizer.eos_token or "")
+        return _earlier_turns(template, item.turns) + template.format(prompt=user, response=item.response) + (
+            self.tokenizer.eos_token or "")
 
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids per text, truncated to ``max_length`` on the configured side (counted)."""

@@ -1,4 +1,5 @@
-"""`rlexp evaluate`: a reward model on RewardBench 2 and/or Personalized RewardBench.
+"""`rlexp evaluate`: a reward model on RewardBench 2, Personalized RewardBench, and PRB's comparison
+benchmarks Chatbot Arena- and PRISM-Personalized (any of them).
 
 ``rm`` is a train_rm record id, a local folder or a hub id; benchmarks come from the sandbox or
 the real datasets (hub id or local file) through the same loaders. The record carries per-subset
@@ -17,10 +18,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlexp import inputs
 from rlexp.benchmarks.rewardbench2_math import score_rewardbench2
-from rlexp.benchmarks.runners import run_personalized, run_rewardbench2
+from rlexp.benchmarks.runners import run_personalized, run_rewardbench2, run_user_pairs
+from rlexp.benchmarks.user_pairs import UserPairCase, user_pair_cases
 from rlexp.config import CONF_DIR
 from rlexp.config.nodes import ProfileConfig, ScorerConfig
-from rlexp.data.loaders import load_prb, load_rb2
+from rlexp.data.loaders import load_prb, load_prism_survey, load_rb2, load_user_pairs
 from rlexp.errors import ConfigError, DataError
 from rlexp.models.chat_lm import ChatLM
 from rlexp.models.loading import quiet_libraries
@@ -29,6 +31,9 @@ from rlexp.scoring.factory import RMRef, reward_scorer
 from rlexp.scoring.generative import GenerativeJudge, JudgeSettings, judge_prb_pairs
 from rlexp.scoring.planner import make_planner
 from rlexp.store import Record, Store
+
+# The comparison benchmarks of Personalized RewardBench (benchmark.<name>), as progress bars name them.
+USER_PAIR_NAMES: dict[str, str] = {"arena": "Chatbot Arena-Personalized", "prism": "PRISM-Personalized"}
 
 
 def _write(ctx: RunContext, name: str, rows: list[dict[str, Any]]) -> None:
@@ -44,7 +49,7 @@ def _rb2_metrics(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def _evaluate_scalar(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any] | None,
-                     prb: list[Any] | None) -> dict[str, Any]:
+                     prb: list[Any] | None, users: dict[str, list[UserPairCase]] | None = None) -> dict[str, Any]:
     scorer = reward_scorer(rm, cfg.scorer, cfg.profile)
     metrics: dict[str, Any] = {}
     if rb2 is not None:
@@ -62,6 +67,15 @@ def _evaluate_scalar(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any]
             "n": summary["n"],
         }
         _write(ctx, "prb_scores", rows)
+    for name, cases in (users or {}).items():
+        b = cfg.benchmark[name]
+        summary, rows = run_user_pairs(scorer, cases, mode=str(b.user_context), k=int(b.k),
+                                       separator=str(cfg.profile.separator), name=USER_PAIR_NAMES[name],
+                                       progress=ctx.cfg.progress)
+        per_user = summary.pop("per_user")
+        metrics[name] = {**summary, "user_context": str(b.user_context), "k": int(b.k)}
+        _write(ctx, f"{name}_scores", rows)
+        ctx.info[f"{name}_per_user"] = per_user
     metrics["scoring"] = {"items": scorer.stats.items, "truncated": scorer.stats.truncated}
     ctx.info["scorer_settings"] = {"scorer": dataclasses.asdict(scorer.settings),
                                    "profile": dataclasses.asdict(scorer.profile)}
@@ -132,12 +146,31 @@ def _evaluate_generative(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[
     return metrics
 
 
-def _evaluate(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any] | None, prb: list[Any] | None) -> dict[str, Any]:
+def _evaluate(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any] | None, prb: list[Any] | None,
+              users: dict[str, list[UserPairCase]]) -> dict[str, Any]:
     quiet_libraries()
     ctx.info["rm"] = {"path": rm.path, "lineage": rm.lineage, "record": rm.record_id}
     if cfg.scorer.kind == "generative":
         return _evaluate_generative(ctx, cfg, rm, rb2, prb)
-    return _evaluate_scalar(ctx, cfg, rm, rb2, prb)
+    return _evaluate_scalar(ctx, cfg, rm, rb2, prb, users)
+
+
+def _user_pair_benchmark(cfg: DictConfig, name: str, ids: dict[str, str]) -> list[UserPairCase]:
+    """The scored votes of Chatbot Arena- or PRISM-Personalized (``name``) with their users' context."""
+    b = cfg.benchmark[name]
+    persona = str(b.user_context) == "persona"
+    if persona and b.survey is None:
+        raise ConfigError(f"benchmark.{name}.user_context=persona needs benchmark.{name}.survey (PRISM's survey)")
+    path, data_id = inputs.data_ref(b.source, cfg)
+    items = load_user_pairs(path, split=str(b.split))
+    ids[name] = data_id or path
+    surveys = None
+    if persona:
+        survey_path, survey_id = inputs.data_ref(b.survey, cfg)
+        surveys = load_prism_survey(survey_path)
+        ids[f"{name}_survey"] = survey_id or survey_path
+    cases = user_pair_cases(items, str(b.eval_split), surveys)
+    return cases[: b.limit] if b.limit is not None else cases
 
 
 def _judge_ref(cfg: DictConfig) -> RMRef | None:
@@ -150,8 +183,11 @@ def _judge_ref(cfg: DictConfig) -> RMRef | None:
 
 def run(cfg: DictConfig) -> Record:
     """Evaluate (or find the evaluation of) ``cfg.rm`` on ``cfg.benchmark``."""
-    if cfg.benchmark.rb2 is None and cfg.benchmark.prb is None:
-        raise ConfigError(f"benchmark {cfg.benchmark.name!r} names neither rb2 nor prb")
+    named = [b for b in ("rb2", "prb", *USER_PAIR_NAMES) if cfg.benchmark.get(b) is not None]
+    if not named:
+        raise ConfigError(f"benchmark {cfg.benchmark.name!r} names none of rb2, prb, {', '.join(USER_PAIR_NAMES)}")
+    if cfg.scorer.kind == "generative" and set(named) & set(USER_PAIR_NAMES):
+        raise ConfigError("Chatbot Arena-/PRISM-Personalized are scored with scalar reward models only (scorer.kind=seq_cls)")
     store = Store(cfg.paths.store)
     rm = _judge_ref(cfg) if cfg.scorer.kind == "generative" else None
     rm = rm or inputs.rm(cfg.rm, store)
@@ -173,7 +209,8 @@ def run(cfg: DictConfig) -> Record:
         if not prb:
             raise DataError(f"Personalized RewardBench source {path}: no rows to score (domains={domains}, limit={b.limit})")
         ids["prb"] = data_id or path
-    return execute("evaluate", cfg, lambda ctx: _evaluate(ctx, cfg, rm, rb2, prb), ids)
+    users = {name: _user_pair_benchmark(cfg, name, ids) for name in USER_PAIR_NAMES if cfg.benchmark.get(name) is not None}
+    return execute("evaluate", cfg, lambda ctx: _evaluate(ctx, cfg, rm, rb2, prb, users), ids)
 
 
 main = hydra_entry("evaluate", run)

@@ -1,6 +1,7 @@
 """`rlexp study experiment=<preset>`: the whole grid in one resumable command.
 
-lineages × mixes × epochs (× seeds) -> train_rm; every RM -> evaluate (both benchmarks, each profile mode);
+lineages × mixes × epochs (× seeds) -> train_rm; every RM -> evaluate (both benchmarks, each profile mode;
+the extra benchmarks, e.g. PRB's comparison sets);
 one pool per (policy, prompt set) -> bon for every RM; ppo for a configured subset of RMs (plus
 the gold judge as an upper bound); then correlate. Every step is a task run with its record, so
 a killed study resumes where it stopped, a finished one only re-renders, and adding an RM costs
@@ -21,6 +22,7 @@ from joblib import Parallel, delayed
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp import inputs
+from rlexp.config import CONF_DIR
 from rlexp.config.tasks import StudyGrid
 from rlexp.errors import ConfigError, RlexpError
 from rlexp.runtime import compose_task, hydra_entry, one_line
@@ -137,6 +139,10 @@ class StudyPlan:
         unknown = sorted(set(self.extra) - {*MODEL_TASKS, "evaluate", "correlate", "data", "model"})
         if unknown:
             raise ConfigError(f"study.overrides.{unknown[0]}: not a task of the study (or 'model')")
+        for bench in g.extra_benchmarks:
+            if not (CONF_DIR / "benchmark" / f"{bench}.yaml").is_file():
+                known = ", ".join(sorted(p.stem for p in (CONF_DIR / "benchmark").glob("*.yaml")))
+                raise ConfigError(f"study.extra_benchmarks: no benchmark preset {bench!r} (known: {known})")
         # A bad value in study.overrides (an unknown key, a value outside a choice) fails here, as one
         # line, before the first stage runs, not when its task's stage is reached.
         for task in sorted({*self.extra} - {"model"} | ({*MODEL_TASKS} if "model" in self.extra else set())):
@@ -233,6 +239,11 @@ def _eval_steps(plan: StudyPlan, rms: dict[str, str]) -> list[Step]:
         for i, mode in enumerate(plan.grid.eval_profiles):
             bench = "both" if i == 0 else "prb"
             steps.append(plan.step("evaluate", f"evaluate/{key}/{mode}", [f"rm={rid}", f"benchmark={bench}", f"profile={mode}"]))
+        for bench in plan.grid.extra_benchmarks:
+            step = plan.step("evaluate", f"evaluate/{key}/{bench}", [f"rm={rid}"])
+            # An extra benchmark names its own preset: a study-wide `benchmark=` override is for RB2/PRB.
+            steps.append(Step("evaluate", step.key, [o for o in step.overrides if not o.startswith("benchmark=")]
+                              + [f"benchmark={bench}"]))
     return steps
 
 

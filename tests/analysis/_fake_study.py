@@ -102,7 +102,8 @@ def agreement(i: int) -> dict[str, Any]:
 
 
 def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: str = EXP,
-          rb2_data: str = RB2_DATA, downstream: bool = True, duplicate: bool = True, tag: str = "") -> FakeStudy:
+          rb2_data: str = RB2_DATA, downstream: bool = True, duplicate: bool = True, tag: str = "",
+          comparison: bool = False) -> FakeStudy:
     rng = np.random.default_rng(seed)
     clock = _Clock()
     study = FakeStudy(store)
@@ -144,6 +145,15 @@ def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: s
                               config={"rm": rid, "profile": {"mode": mode}}, inputs=inputs, metrics=metrics,
                               artifacts={"prb_scores": f"artifacts/evaluate/x{i}{mode}/prb_scores.parquet"},
                               info={"rm": {"lineage": lineage, "record": rid}}), rid)
+        if comparison:  # Chatbot Arena-/PRISM-Personalized: arena tracks the RM's quality, prism is noise
+            scores = {"arena": float(0.5 + 0.4 * (q - 0.5) + rng.normal(0, 0.005)), "prism": float(rng.uniform(0.45, 0.6))}
+            metrics = {b: {"accuracy": v, "user_accuracy": v - 0.01, "ties": 0, "n": 120, "n_users": 40,
+                           "user_context": "history", "k": 2, "with_context": 100} for b, v in scores.items()}
+            study.add(_record("evaluate", ("eval-comparison", experiment, tag, i), clock, experiment=experiment,
+                              config={"rm": rid, "profile": {"mode": "none"}}, metrics=metrics,
+                              inputs={"rm": rid, "arena": "data-cmp-cccccccc", "prism": "data-cmp-cccccccc"},
+                              info={"rm": {"lineage": lineage, "record": rid}}), rid)
+            exp.update({f"{b}/history/accuracy": v for b, v in scores.items()})
         if not downstream:
             continue
         for prompts, slope in (("personalized", 0.5), ("general", 0.3)):

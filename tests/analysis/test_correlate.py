@@ -339,3 +339,39 @@ def test_figures_are_logged_to_wandb_as_images() -> None:
     images = list((Path(cfg.paths.output_root) / "correlate").rglob("offline-run-*/files/media/images/figures/*.png"))
     assert {next(f for f in FIGURES if p.name.startswith(f + "_")) for p in images} == set(FIGURES)
     assert record.metrics["headline"]  # page one's rows are in the record too
+
+
+def test_benchmark_comparison_table_ranks_every_benchmark_per_downstream() -> None:
+    """PRB's comparison: RB2, PRB and the Arena/PRISM columns ranked by NDCG per downstream gain, with
+    chance level, Spearman and Kendall CIs; the ranks follow correlations.csv; the figure is drawn."""
+    cfg = _cfg(f"select_experiment={EXP}", "n_boot=50")
+    store = _store(cfg)
+    study = build(store, comparison=True)
+    record = run(cfg)
+    out = _outputs(store, record)
+    table = pd.read_csv(out / "table.csv", index_col=0)
+    for rm in study.rms:
+        for col in ("arena/history/accuracy", "prism/history/accuracy"):
+            assert table.at[rm, col] == pytest.approx(study.expected[rm][col], abs=1e-12)
+    corr = pd.read_csv(out / "correlations.csv")
+    ndcg = corr[(corr["statistic"] == "ndcg[rank,linear]") & corr["main"].astype(bool)]
+    text = (out / "report.md").read_text()
+    section = text.split("## Which benchmark predicts downstream best?")[1].split("\n## ")[0].split("\n---\n")[0]
+    benches = ["RewardBench 2", "Personalized RewardBench (none)", "Personalized RewardBench (raw)",
+               "Chatbot Arena-Personalized (history)", "PRISM-Personalized (history)"]
+    for d in GAINS:
+        rows = [ln for ln in section.splitlines() if ln.startswith(f"| `{d}` |")]
+        assert sorted(r.split(" | ")[2] for r in rows) == sorted(benches), d
+        assert [int(r.split(" | ")[1]) for r in rows] == list(range(1, len(benches) + 1))
+        # The ranking is NDCG's: each row's NDCG is at least the next one's.
+        values = [float(r.split(" | ")[4].split(" ")[0]) for r in rows]
+        assert values == sorted(values, reverse=True)
+        best = ndcg[ndcg["downstream"] == d].sort_values("value", ascending=False).iloc[0]
+        assert f"{best['value']:.2f} (chance {best['null_mean']:.2f}" in rows[0]
+        assert all("[" in r.split(" | ")[6] and "[" in r.split(" | ")[7] for r in rows)  # ρ and τ with CIs
+    # arena tracks the RMs' quality, as the downstream gains do; prism is noise: arena ranks above prism.
+    bon = [ln for ln in section.splitlines() if ln.startswith("| `bon/personalized/gain@16` |")]
+    names = [r.split(" | ")[2] for r in bon]
+    assert names.index("Chatbot Arena-Personalized (history)") < names.index("PRISM-Personalized (history)")
+    _check_png(out / "fig_benchmark_ranking.png")
+    assert "fig_benchmark_ranking.png" in section

@@ -114,3 +114,15 @@ def test_get_missing_record_is_store_error(tmp_path: Path) -> None:
 
     with pytest.raises(StoreError, match="no record 'zzz'"):
         Store(tmp_path).get("zzz")
+
+
+def test_unset_comparison_benchmarks_leave_an_evaluation_id_unchanged() -> None:
+    # benchmark.arena/prism came after evaluate records existed: null drops them, any set value counts.
+    old = {"seed": 0, "benchmark": {"name": "both", "rb2": {"source": "sandbox:rb2"}, "prb": None}}
+    new = {**old, "benchmark": {**old["benchmark"], "arena": None, "prism": None}}
+    assert record_id("evaluate", new) == record_id("evaluate", old)
+    arena = {"source": "sandbox:arena", "user_context": "history", "k": 2}
+    with_arena = {**old, "benchmark": {**new["benchmark"], "arena": arena}}
+    assert record_id("evaluate", with_arena) != record_id("evaluate", old)
+    assert record_id("evaluate", {**old, "benchmark": {**new["benchmark"], "arena": {**arena, "k": 3}}}) != record_id(
+        "evaluate", with_arena)

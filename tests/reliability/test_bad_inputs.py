@@ -76,6 +76,11 @@ def fixtures(world_root: Path, rms: dict[str, str], tmp_path_factory: pytest.Tem
     paths["file"] = out / "a_file"
     (out / "gsm8k_nocol.jsonl").write_text('{"question": "What is 1 + 1?"}\n')
     paths["gsm8k_nocol"] = out / "gsm8k_nocol.jsonl"
+    vote = {"conversation_id": "c1", "user_id": "user1", "context": [{"role": "user", "content": "Hi?"}],
+            "chosen": [{"role": "model", "content": "a"}, {"role": "model", "content": "b"}],
+            "rejected": {"role": "model", "content": "c"}, "split": "test", "flip": False}
+    (out / "arena_list.jsonl").write_text(json.dumps(vote) + "\n")
+    paths["arena_list"] = out / "arena_list.jsonl"
     return paths
 
 
@@ -111,6 +116,16 @@ def _cases(world: Path, rms: dict[str, str], f: dict[str, Path]) -> list[tuple[s
         ("benchmark column of the wrong type", ["evaluate", f"rm={rm}", "benchmark=rb2",
                                                 f"benchmark.rb2.source={f['rb2_badtype'].parent}", *none], {}, "chosen"),
         ("unknown profile mode", ["evaluate", f"rm={rm}", "profile.mode=rawr", *none], {}, "rawr"),
+        ("comparison set of the wrong schema", ["evaluate", f"rm={rm}", "benchmark=arena",
+                                                f"benchmark.arena.source={_sandbox(world) / 'prb'}", *none], {},
+         "this is a Personalized RewardBench file"),
+        ("comparison vote whose chosen is a list", ["evaluate", f"rm={rm}", "benchmark=arena",
+                                                    f"benchmark.arena.source={f['arena_list']}", *none], {},
+         "field 'chosen': expected one message object"),
+        ("unknown user-context mode", ["evaluate", f"rm={rm}", "benchmark=arena", "benchmark.arena.user_context=diary",
+                                       *none], {}, "diary"),
+        ("persona without a survey", ["evaluate", f"rm={rm}", "benchmark=arena", "benchmark.arena.user_context=persona",
+                                      f"benchmark.arena.source={f['arena_list']}", *none], {}, "benchmark.arena.survey"),
         ("unknown tokenizer source", ["evaluate", f"rm={f['drift']}", "benchmark=rb2", "benchmark.rb2.limit=4",
                                       "scorer.tokenizer=bogus", *none], {}, "scorer.tokenizer"),
         ("tokenizer drift in parity mode", ["evaluate", f"rm={f['drift']}", "benchmark=rb2", "benchmark.rb2.limit=4",

@@ -16,7 +16,8 @@ This package's namespace is the public entry point; the modules behind it:
 * :mod:`~rlexp.data.loaders.validation` - row validation shared by every record kind;
 * :mod:`~rlexp.data.loaders.rewardbench2`, :mod:`~rlexp.data.loaders.personalized_rewardbench`,
   :mod:`~rlexp.data.loaders.preference_pairs`, :mod:`~rlexp.data.loaders.prompt_sets`,
-  :mod:`~rlexp.data.loaders.lampqa` - one loader per record kind;
+  :mod:`~rlexp.data.loaders.lampqa`, :mod:`~rlexp.data.loaders.user_pairs` (Chatbot Arena- and
+  PRISM-Personalized, PRISM's survey) - one loader per record kind;
 * :mod:`~rlexp.data.loaders.domains` - datasets with one config per domain (PRB, LaMP-QA);
 * :mod:`~rlexp.data.loaders.by_kind` - :func:`load_records`, the loader picked by kind name, and
   :func:`load_prompt_set`, a ``prompts`` config node's prompt set by its ``format``.
@@ -31,20 +32,32 @@ from rlexp.data.loaders.preference_pairs import load_pairs
 from rlexp.data.loaders.prompt_sets import PROMPT_KINDS, load_prompts
 from rlexp.data.loaders.rewardbench2 import load_rb2
 from rlexp.data.loaders.sources import DATA_SUFFIXES, SourceRef, resolve_source
+from rlexp.data.loaders.user_pairs import (
+    ARENA_HUB_ID,
+    PRISM_HUB_ID,
+    PRISM_SURVEY_HUB_ID,
+    load_prism_survey,
+    load_user_pairs,
+)
 
 __all__ = [
+    "ARENA_HUB_ID",
     "DATA_SUFFIXES",
     "LOADERS",
     "LAMPQA_HUB_ID",
     "PROMPT_FORMATS",
+    "PRISM_HUB_ID",
+    "PRISM_SURVEY_HUB_ID",
     "PROMPT_KINDS",
     "SourceRef",
     "load_lampqa",
     "load_pairs",
     "load_prb",
+    "load_prism_survey",
     "load_prompt_set",
     "load_prompts",
     "load_rb2",
     "load_records",
+    "load_user_pairs",
     "resolve_source",
 ]

@@ -12,6 +12,7 @@ from rlexp.data.loaders.personalized_rewardbench import load_prb
 from rlexp.data.loaders.preference_pairs import load_pairs
 from rlexp.data.loaders.prompt_sets import load_prompts
 from rlexp.data.loaders.rewardbench2 import load_rb2
+from rlexp.data.loaders.user_pairs import load_user_pairs
 from rlexp.data.schemas import PromptItem
 from rlexp.errors import ConfigError
 
@@ -20,6 +21,7 @@ LOADERS: dict[str, Callable[..., list[Any]]] = {
     "prb": load_prb,
     "pairs": load_pairs,
     "prompts": load_prompts,
+    "user_pairs": load_user_pairs,
 }
 """Record kind -> loader, for tasks that take the kind from config."""
 

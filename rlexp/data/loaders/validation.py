@@ -21,6 +21,7 @@ _KIND_NAMES = {
     "pairs": ("preference-pair", "load_pairs"),
     "prompts": ("prompt-set", "load_prompts"),
     "lampqa": ("LaMP-QA", "load_lampqa"),
+    "user_pairs": ("Chatbot Arena-/PRISM-Personalized", "load_user_pairs"),
 }
 
 
@@ -196,6 +197,8 @@ def check_kind(chunk: Chunk, expected: str) -> None:
     guess: str | None = None
     if "prompt_id" in cols:
         guess = "prompts"
+    elif {"user_id", "context"} <= cols:
+        guess = "user_pairs"
     elif cols & {"num_correct", "num_incorrect", "total_completions"}:
         guess = "rb2"
     elif {"question", "profile"} <= cols:

@@ -47,7 +47,6 @@ from rlexp.models.loading import (
 )
 from rlexp.runtime import RunContext, execute
 from rlexp.sandbox.judges import rubric_score, verifier_score
-from rlexp.sandbox.materialise import WORLD_VERSION, materialise
 from rlexp.scorer import Scorer
 from rlexp.scoring.factory import RMRef, judge_model, judge_name, llm_judge, reward_scorer, typed
 from rlexp.scoring.judges import PairwiseJudge, RMGoldJudge, SandboxJudge
@@ -55,79 +54,7 @@ from rlexp.scoring.suite_grader import PreferenceJudge, RMPreference, SuiteGrade
 from rlexp.store import Record, Store, content_hash
 from rlexp.suite.loading import load_suite, task_settings
 
-# --- the sandbox world and data references ----------------------------------------------------
-
-# Short names for the files of the sandbox world ("sandbox:<name>" in configs).
-SANDBOX_FILES: dict[str, str] = {
-    "general": "pairs/general.parquet",
-    "personal": "pairs/personal.parquet",
-    "length_bias": "pairs/length_bias.parquet",
-    "flipped": "pairs/flipped.parquet",
-    "rb2": "rb2",
-    "prb": "prb",
-    "prompts/personalized": "prompts/personalized",
-    "prompts/general": "prompts/general",
-}
-
-
-def world_inputs() -> dict[str, str]:
-    """Part of the data record id: new generator code never reuses a world an older one stored."""
-    return {"world_version": str(WORLD_VERSION)}
-
-
-def _materialise(ctx: RunContext) -> dict[str, Any]:
-    out = ctx.work_dir / "sandbox"
-    if out.exists():  # left by a run killed between materialising and writing its record
-        shutil.rmtree(out)
-    manifest = materialise(
-        out, seed=int(ctx.cfg.sandbox.seed), difficulty=float(ctx.cfg.sandbox.difficulty), progress=ctx.cfg.progress
-    )
-    ctx.add_artifact("sandbox", out)
-    ctx.add_artifact("manifest", out / "manifest.json")
-    ctx.tracker.artifact(f"sandbox-{ctx.rid}", "dataset", out / "manifest.json", reference=False)
-    return {"counts": manifest.get("counts", {}), "baselines": manifest.get("baselines", {})}
-
-
-def sandbox_record(cfg: DictConfig) -> Record:
-    """The `data` record of the world ``cfg.sandbox`` names; materialised on first use."""
-    return execute("data", cfg, _materialise, inputs=world_inputs())
-
-
-def sandbox_world(cfg: DictConfig) -> tuple[Path, str]:
-    """The sandbox folder and data record id for the world any task's ``cfg`` names."""
-    data_cfg = OmegaConf.merge(
-        OmegaConf.structured(DataConfig),
-        {
-            "paths": cfg.paths,
-            "logger": cfg.logger,
-            "sandbox": cfg.sandbox,
-            "progress": cfg.get("progress", True),
-            "experiment_name": cfg.get("experiment_name", "default"),
-        },
-    )
-    record = sandbox_record(data_cfg)
-    return Store(cfg.paths.store).resolve(record.artifacts["sandbox"]), record.id
-
-
-def is_sandbox_ref(ref: str) -> bool:
-    """Whether a data reference names a file of the sandbox world (``sandbox:<name>``)."""
-    return str(ref).startswith("sandbox:")
-
-
-def data_ref(ref: str, cfg: DictConfig) -> tuple[str, str | None]:
-    """A data reference as a loadable path/hub id, plus the sandbox record id it came from.
-
-    ``sandbox:<name>`` names a file of the sandbox world (built on first use); anything else
-    (local path, hub id) is returned unchanged.
-    """
-    if not is_sandbox_ref(ref):
-        return str(ref), None
-    name = str(ref).split(":", 1)[1]
-    if name not in SANDBOX_FILES:
-        raise ConfigError(f"unknown sandbox source {ref!r}; known: {', '.join('sandbox:' + k for k in SANDBOX_FILES)}")
-    folder, data_id = sandbox_world(cfg)
-    return str(folder / SANDBOX_FILES[name]), data_id
-
+from rlexp.inputs.worlds import SANDBOX_FILES, data_ref, is_sandbox_ref, sandbox_record, sandbox_world, world_inputs
 
 # --- lineages and policies ----------------------------------------------------------------------
 

@@ -1,0 +1,77 @@
+"""Chatbot Arena- and PRISM-Personalized as benchmarks: which votes are scored, with which user context.
+
+A user's rows carry their own ``split`` column (SynthesizeMe): the ``eval_split`` votes are scored,
+and the user's other votes (``train``/``val``) are their history, the only personal signal these
+sets have besides PRISM's survey. Accuracy is PRB's rule: strict ``s(chosen) > s(rejected)``, an
+exact tie is wrong and reported. Pure functions: no model is loaded here.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rlexp.benchmarks.personalized_math import pairwise_accuracy
+from rlexp.data.formatting import history_block, persona_block, with_user_context
+from rlexp.data.schemas import UserPairItem, UserSurvey
+from rlexp.errors import ConfigError, DataError
+
+
+@dataclass(frozen=True)
+class UserPairCase:
+    """One scored vote and what its user showed before it."""
+
+    item: UserPairItem
+    history: tuple[tuple[str, str, str], ...]  # (question, chosen, rejected) of the user's other votes
+    survey: UserSurvey | None = None
+
+
+def user_pair_cases(
+    items: Sequence[UserPairItem], eval_split: str = "test", surveys: Mapping[str, UserSurvey] | None = None
+) -> list[UserPairCase]:
+    """The ``eval_split`` votes, each with its user's votes of the other splits (in row order) and survey."""
+    history: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+    for it in items:
+        if it.split != eval_split:
+            history[it.user_id].append((it.question, it.chosen, it.rejected))
+    cases = [UserPairCase(it, tuple(history[it.user_id]), (surveys or {}).get(it.user_id))
+             for it in items if it.split == eval_split]
+    if not cases:
+        found = sorted({it.split for it in items})
+        raise DataError(f"no votes with split {eval_split!r} to score (the rows' splits: {', '.join(found) or 'none'})")
+    return cases
+
+
+def context_block(case: UserPairCase, mode: str, k: int) -> str:
+    """What the RM reads about the user under ``mode`` (``none`` | ``history`` | ``persona``)."""
+    if mode == "none":
+        return ""
+    if mode == "history":
+        return history_block(case.history, k)
+    if mode == "persona":
+        s = case.survey
+        return persona_block(s.self_description, s.stated_prefs) if s is not None else ""
+    raise ConfigError(f"unknown user_context {mode!r}; valid: none, history, persona")
+
+
+def rm_conversation(case: UserPairCase, mode: str, k: int, separator: str) -> tuple[tuple[tuple[str, str], ...], str]:
+    """(earlier turns, final user message) the RM reads for ``case``, the user context before the conversation."""
+    return with_user_context(case.item.context, context_block(case, mode, k), separator)
+
+
+def user_pairs_summary(chosen: Sequence[float], rejected: Sequence[float], cases: Sequence[UserPairCase],
+                       with_context: Sequence[bool]) -> dict[str, Any]:
+    """Accuracy overall, per vote type and per user (and the mean over users, each user weighted once)."""
+    by_kind = pairwise_accuracy(chosen, rejected, [c.item.kind or "-" for c in cases])
+    by_user = pairwise_accuracy(chosen, rejected, [c.item.user_id for c in cases])["per_domain"]
+    per_user = [u["accuracy"] for u in by_user.values()]
+    return {
+        **{k: by_kind[k] for k in ("n", "correct", "accuracy", "ties", "mean_gap")},
+        "per_type": {k: v["accuracy"] for k, v in by_kind["per_domain"].items()},
+        "user_accuracy": sum(per_user) / len(per_user),
+        "n_users": len(per_user),
+        "with_context": int(sum(with_context)),
+        "per_user": {u: {"n": v["n"], "accuracy": v["accuracy"]} for u, v in by_user.items()},
+    }

@@ -1,0 +1,120 @@
+"""The sandbox world and ``sandbox:<name>`` data references: built as store records on first use.
+
+The main world (``rlexp data``) holds RewardBench 2, Personalized RewardBench, the training sources,
+the downstream prompt sets and the corpora. The Chatbot Arena-/PRISM-Personalized analogues are a
+second record of the same seed and difficulty (:mod:`rlexp.sandbox.comparison`): adding them left
+the main world, and every record built on it, byte for byte as it was.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from rlexp.config.tasks import DataConfig
+from rlexp.errors import ConfigError
+from rlexp.runtime import RunContext, execute
+from rlexp.sandbox.comparison import COMPARISON_FILES, COMPARISON_VERSION, materialise_comparison
+from rlexp.sandbox.materialise import WORLD_VERSION, materialise
+from rlexp.store import Record, Store
+
+# Short names for the files of the sandbox world ("sandbox:<name>" in configs).
+SANDBOX_FILES: dict[str, str] = {
+    "general": "pairs/general.parquet",
+    "personal": "pairs/personal.parquet",
+    "length_bias": "pairs/length_bias.parquet",
+    "flipped": "pairs/flipped.parquet",
+    "rb2": "rb2",
+    "prb": "prb",
+    "prompts/personalized": "prompts/personalized",
+    "prompts/general": "prompts/general",
+}
+
+
+def world_inputs() -> dict[str, str]:
+    """Part of the data record id: new generator code never reuses a world an older one stored."""
+    return {"world_version": str(WORLD_VERSION)}
+
+
+def _materialise(ctx: RunContext) -> dict[str, Any]:
+    out = ctx.work_dir / "sandbox"
+    if out.exists():  # left by a run killed between materialising and writing its record
+        shutil.rmtree(out)
+    manifest = materialise(
+        out, seed=int(ctx.cfg.sandbox.seed), difficulty=float(ctx.cfg.sandbox.difficulty), progress=ctx.cfg.progress
+    )
+    ctx.add_artifact("sandbox", out)
+    ctx.add_artifact("manifest", out / "manifest.json")
+    ctx.tracker.artifact(f"sandbox-{ctx.rid}", "dataset", out / "manifest.json", reference=False)
+    return {"counts": manifest.get("counts", {}), "baselines": manifest.get("baselines", {})}
+
+
+def sandbox_record(cfg: DictConfig) -> Record:
+    """The `data` record of the world ``cfg.sandbox`` names; materialised on first use."""
+    return execute("data", cfg, _materialise, inputs=world_inputs())
+
+
+def _data_config(cfg: DictConfig) -> DictConfig:
+    """The `data` task's config for the world any task's ``cfg`` names."""
+    return OmegaConf.merge(
+        OmegaConf.structured(DataConfig),
+        {
+            "paths": cfg.paths,
+            "logger": cfg.logger,
+            "sandbox": cfg.sandbox,
+            "progress": cfg.get("progress", True),
+            "experiment_name": cfg.get("experiment_name", "default"),
+        },
+    )
+
+
+def sandbox_world(cfg: DictConfig) -> tuple[Path, str]:
+    """The sandbox folder and data record id for the world any task's ``cfg`` names."""
+    record = sandbox_record(_data_config(cfg))
+    return Store(cfg.paths.store).resolve(record.artifacts["sandbox"]), record.id
+
+
+def _materialise_comparison(ctx: RunContext) -> dict[str, Any]:
+    out = ctx.work_dir / "comparison"
+    if out.exists():  # left by a run killed between materialising and writing its record
+        shutil.rmtree(out)
+    manifest = materialise_comparison(
+        out, seed=int(ctx.cfg.sandbox.seed), difficulty=float(ctx.cfg.sandbox.difficulty), progress=ctx.cfg.progress
+    )
+    ctx.add_artifact("sandbox", out)
+    ctx.add_artifact("manifest", out / "manifest.json")
+    return {"counts": manifest.get("counts", {}), "stats": manifest.get("stats", {})}
+
+
+def comparison_world(cfg: DictConfig) -> tuple[Path, str]:
+    """The folder and record id of the sandbox's Chatbot Arena-/PRISM-Personalized analogues."""
+    inputs = {**world_inputs(), "comparison_version": str(COMPARISON_VERSION)}
+    record = execute("data", _data_config(cfg), _materialise_comparison, inputs=inputs)
+    return Store(cfg.paths.store).resolve(record.artifacts["sandbox"]), record.id
+
+
+def is_sandbox_ref(ref: str) -> bool:
+    """Whether a data reference names a file of the sandbox world (``sandbox:<name>``)."""
+    return str(ref).startswith("sandbox:")
+
+
+def data_ref(ref: str, cfg: DictConfig) -> tuple[str, str | None]:
+    """A data reference as a loadable path/hub id, plus the sandbox record id it came from.
+
+    ``sandbox:<name>`` names a file of the sandbox world (built on first use); anything else
+    (local path, hub id) is returned unchanged.
+    """
+    if not is_sandbox_ref(ref):
+        return str(ref), None
+    name = str(ref).split(":", 1)[1]
+    if name in COMPARISON_FILES:
+        folder, data_id = comparison_world(cfg)
+        return str(folder / COMPARISON_FILES[name]), data_id
+    if name not in SANDBOX_FILES:
+        known = ", ".join(f"sandbox:{k}" for k in (*SANDBOX_FILES, *COMPARISON_FILES))
+        raise ConfigError(f"unknown sandbox source {ref!r}; known: {known}")
+    folder, data_id = sandbox_world(cfg)
+    return str(folder / SANDBOX_FILES[name]), data_id
