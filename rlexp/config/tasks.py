@@ -228,6 +228,9 @@ class StudyGrid:
     # Best-of-N keep the study seed: one pool serves every RM.
     seeds: list[int] | None = None
     n_jobs: int = 2
+    # Decide steps whose record exists in the parent, from the ledger of steps run before with the
+    # same code and configs (tasks/study.py StepLedger); false dispatches every step (as before).
+    step_ledger: bool = True
     # task -> extra hydra overrides; the key ``model`` applies to every task that builds or loads
     # a lineage (train_rm, sample, bon, ppo), so e.g. a lighter tiny lineage stays one lineage.
     overrides: dict[str, list[str]] = field(default_factory=dict)

@@ -1,9 +1,9 @@
-"""`rlexp correlate`: do benchmark scores (RB2, PRB) predict downstream gains (BoN, PPO) across RMs?
+"""`rlexp correlate`: do benchmark scores (RB2, PRB, Arena/PRISM) predict downstream gains (BoN, PPO) across RMs?
 
 Reads records only (never a model, never Hydra output folders): the study's train_rm, evaluate,
 bon and ppo records, chosen by ``records`` (ids), ``rms`` (every record of these RMs) or
 ``select_experiment`` (default: ``experiment_name``). Writes ``table.csv``, ``correlations.csv``,
-``correlations.md``, ``correlations.tex``, five figures (PNG + PDF) and ``report.md`` into the
+``correlations.md``, ``correlations.tex``, six figures (PNG + PDF) and ``report.md`` into the
 record's artifact folder. The record's inputs are the ids of every record read, so the same
 study is a cache hit and a new or re-run record makes a new correlate record.
 """
@@ -23,7 +23,7 @@ from rlexp.analysis.study_table import StudyTable
 from rlexp.analysis.table import build_table
 from rlexp.errors import ConfigError
 from rlexp.runtime import RunContext, execute, hydra_entry
-from rlexp.store import Record, Store
+from rlexp.store import Record, Store, record_id
 
 
 def _list(value: Any) -> list[str] | None:
@@ -95,9 +95,13 @@ def run(cfg: DictConfig) -> Record:
     settings = _settings(cfg)
     store = Store(cfg.paths.store)
     collection = collect(store, **_selection(cfg))
-    study = build_table(collection, k=settings["k"], profile_modes=settings["profile_modes"])
     used = {r.id: r for r in [*collection.records, *collection.rm_records.values()]}  # + train_rm records read for factors
     inputs = {f"{r.task}/{r.id}": r.id for r in sorted(used.values(), key=lambda r: (r.task, r.id))}
+    rid = record_id("correlate", OmegaConf.to_container(cfg, resolve=True), inputs)
+    if store.exists("correlate", rid) and not cfg.get("force", False):
+        return store.get(rid, "correlate")  # already on record: no table to build (a finished study's rerun)
+    # Built before the run starts, so a study that cannot be tabulated fails before any output exists.
+    study = build_table(collection, k=settings["k"], profile_modes=settings["profile_modes"])
     return execute("correlate", cfg, lambda ctx: _correlate(ctx, study, settings), inputs)
 
 

@@ -11,12 +11,15 @@ that RM's steps. Steps of a stage run in parallel processes (joblib, ``study.n_j
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
 import logging
 import os
 import time
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 
 from joblib import Parallel, delayed
 from omegaconf import DictConfig, OmegaConf
@@ -27,7 +30,7 @@ from rlexp.config.tasks import StudyGrid
 from rlexp.errors import ConfigError, RlexpError
 from rlexp.runtime import compose_task, hydra_entry, one_line
 from rlexp.scoring.factory import check_gold_judge
-from rlexp.store import Record, Store
+from rlexp.store import Record, Store, content_hash
 from rlexp.tasks import correlate
 
 log = logging.getLogger("rlexp")
@@ -78,19 +81,81 @@ def _run_step(step: Step, threads: int) -> tuple[str, str | None, str | None]:
         return step.key, None, f"{type(exc).__name__}: {one_line(exc)} ({tb[-2].strip() if len(tb) > 1 else ''})"
 
 
-def _run_stage(name: str, steps: list[Step], n_jobs: int, threads: int) -> dict[str, tuple[str | None, str | None]]:
+def _fingerprint() -> str:
+    """rlexp's code and configs: with a step's overrides, all its record id can depend on."""
+    h = hashlib.sha256()
+    package = Path(__file__).resolve().parents[1]
+    for root, pattern in ((package, "*.py"), (CONF_DIR, "*.yaml")):
+        for path in sorted(root.rglob(pattern)):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+class StepLedger:
+    """The record each step made, remembered per :func:`_fingerprint` in ``<store>/cache/study/``.
+
+    A step's record id is a function of its composed config and its inputs' record ids; the config
+    is one of its overrides, rlexp's code and ``conf/``, and the overrides name every input record
+    by id (an RM, a pool's policy and prompt set). So a step seen before under the same fingerprint,
+    whose record is still in the store, is decided here, in the parent, and never dispatched: a
+    finished study reruns without composing one config per step in worker processes.
+    """
+
+    RECORD_TASK = {"pool": "sample"}  # a pool step's record is a `sample` record
+
+    def __init__(self, store: Store, enabled: bool = True) -> None:
+        self.store = store
+        self.enabled = enabled
+        self.path = store.root / "cache" / "study" / f"{_fingerprint()}.json"
+        self.known: dict[str, str] = json.loads(self.path.read_text()) if enabled and self.path.is_file() else {}
+
+    # Overrides that never change a record id (where files go, logging, progress bars).
+    NO_EFFECT = ("paths.", "logger", "progress=")
+
+    @classmethod
+    def key(cls, step: Step) -> str:
+        kept = [o for o in step.overrides if not o.startswith(cls.NO_EFFECT)]
+        return content_hash({"task": step.task, "compose": step.compose, "overrides": kept})
+
+    def cached(self, step: Step) -> str | None:
+        """The record id of ``step`` when it ran before (same fingerprint) and its record exists."""
+        rid = self.known.get(self.key(step)) if self.enabled else None
+        return rid if rid and self.store.exists(self.RECORD_TASK.get(step.task, step.task), rid) else None
+
+    def remember(self, steps: list[Step], results: Results) -> None:
+        """Add the steps that made a record (atomically: parallel studies may share a store)."""
+        new = {self.key(s): results[s.key][0] for s in steps if s.key in results and results[s.key][0]}
+        if not self.enabled or all(self.known.get(k) == v for k, v in new.items()):
+            return
+        on_disk = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        self.known = {**on_disk, **self.known, **new}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(self.known, sort_keys=True))
+        os.replace(tmp, self.path)
+
+
+def _run_stage(name: str, steps: list[Step], n_jobs: int, threads: int,
+               ledger: StepLedger | None = None) -> dict[str, tuple[str | None, str | None]]:
     start = time.time()
     if not steps:
         return {}
-    log.info("study: stage %s, %d step(s)", name, len(steps))
-    # Fail fast on the overrides every step of the stage shares (a bad study.overrides value); a bad
-    # grid value fails only its own steps, which are reported.
-    steps[0].config()
-    if n_jobs > 1 and len(steps) > 1:
-        results = Parallel(n_jobs=min(n_jobs, len(steps)), backend="loky")(delayed(_run_step)(s, threads) for s in steps)
+    known = {s.key: rid for s in steps if ledger is not None and (rid := ledger.cached(s))}
+    todo = [s for s in steps if s.key not in known]
+    log.info("study: stage %s, %d step(s), %d of them done before", name, len(steps), len(known))
+    results = [(key, rid, None) for key, rid in known.items()]
+    if todo:
+        # Fail fast on the overrides every step of the stage shares (a bad study.overrides value); a
+        # bad grid value fails only its own steps, which are reported.
+        todo[0].config()
+    if n_jobs > 1 and len(todo) > 1:
+        results += Parallel(n_jobs=min(n_jobs, len(todo)), backend="loky")(delayed(_run_step)(s, threads) for s in todo)
     else:
-        results = [_run_step(s, threads) for s in steps]
+        results += [_run_step(s, threads) for s in todo]
     out = {key: (rid, err) for key, rid, err in results}
+    if ledger is not None:
+        ledger.remember(todo, out)
     failed = {k: e for k, (_, e) in out.items() if e}
     for key, err in failed.items():
         log.error("study: %s failed: %s", key, err)
@@ -156,6 +221,7 @@ class StudyPlan:
         self.seeds = study_seeds(g, int(cfg.seed))
         self.threads = int(cfg.runtime.threads)
         self.n_jobs = int(g.n_jobs)
+        self.ledger = StepLedger(Store(cfg.paths.store), enabled=bool(g.step_ledger) and not bool(cfg.get("force", False)))
 
     def overrides(self, task: str, overrides: list[str], seed: int | None = None) -> list[str]:
         shared = self.extra.get("model", []) if task in MODEL_TASKS else []
@@ -172,7 +238,7 @@ class StudyPlan:
         return key if len(self.seeds) == 1 else f"{key}/s{seed}"
 
     def stage(self, name: str, steps: list[Step]) -> Results:
-        return _run_stage(name, steps, self.n_jobs, self.threads)
+        return _run_stage(name, steps, self.n_jobs, self.threads, self.ledger)
 
 
 def _train_steps(plan: StudyPlan) -> list[Step]:

@@ -32,3 +32,34 @@ def test_override_for_an_unknown_task_is_one_line(root: Path) -> None:
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "study.overrides.trian_rm" in out.stderr
     assert not (root / "runs").exists()
+
+
+def test_an_unknown_extra_benchmark_is_one_line(root: Path) -> None:
+    out = _study("study.extra_benchmarks=[comparisons]")
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "study.extra_benchmarks: no benchmark preset 'comparisons'" in out.stderr
+
+
+def test_step_ledger_decides_steps_whose_record_exists(tmp_path: Path) -> None:
+    """A step run before (same code and configs) whose record is still stored is answered from the
+    ledger; another override, a deleted record, a disabled ledger all send the step to a worker."""
+    from rlexp.store import Record, Store
+    from rlexp.tasks.study import StepLedger, Step
+
+    store = Store(tmp_path / "runs")
+    step = Step("evaluate", "evaluate/x/none", ["paths.root=/a", "logger=none", "rm=abc", "profile=none"])
+    pool = Step("pool", "sample/p", ["rm=abc", "prompts=general"], compose="bon")
+    ledger = StepLedger(store)
+    assert ledger.cached(step) is None
+    store.put(Record(id="e" * 16, task="evaluate", config={}))
+    store.put(Record(id="s" * 16, task="sample", config={}))
+    ledger.remember([step, pool], {step.key: ("e" * 16, None), pool.key: ("s" * 16, None), "other": (None, "failed")})
+    again = StepLedger(store)  # read back from <store>/cache/study/
+    assert again.cached(step) == "e" * 16 and again.cached(pool) == "s" * 16
+    # Where files go and how it logs change no record: still the same step.
+    moved = Step("evaluate", "evaluate/x/none", ["paths.root=/b", "logger=wandb", "rm=abc", "profile=none", "progress=true"])
+    assert again.cached(moved) == "e" * 16
+    assert again.cached(Step("evaluate", "evaluate/x/none", ["rm=abc", "profile=planner"])) is None
+    assert StepLedger(store, enabled=False).cached(step) is None
+    store.record_path("evaluate", "e" * 16).unlink()
+    assert StepLedger(store).cached(step) is None

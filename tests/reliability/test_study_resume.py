@@ -17,7 +17,8 @@ from tests.conftest import env_with, rlexp_cmd
 
 pytestmark = pytest.mark.slow
 
-FIGURES = ("fig_scatter", "fig_ndcg_bars", "fig_subset_pearson", "fig_bon_curves", "fig_ppo_lineage")
+FIGURES = ("fig_scatter", "fig_ndcg_bars", "fig_subset_pearson", "fig_bon_curves", "fig_ppo_lineage",
+           "fig_benchmark_ranking")
 
 
 def _seed_store(src: Path, dst: Path) -> None:
@@ -44,6 +45,12 @@ def _check_page_one(text: str) -> None:
     """The report opens with the answer: question, grid, headline table with verdicts, key figure,
     findings; no record ids before the appendices."""
     page, appendices = text.split("\n# Appendices\n", 1)
+    page, comparison = page.split("\n## Which benchmark predicts downstream best?\n", 1)
+    # PRB's comparison: every benchmark (RB2, PRB per profile mode, the Arena/PRISM analogues) ranked
+    # per downstream gain column.
+    ranked = [line for line in comparison.splitlines() if line.startswith("| `")]
+    assert len(ranked) == 5 * 4 and sum("Chatbot Arena-Personalized (history)" in r for r in ranked) == 4
+    assert sum("PRISM-Personalized (history)" in r for r in ranked) == 4
     assert page.startswith("# Do benchmark scores predict downstream gains?")
     assert "**Question.**" in page and "**Grid.** 6 trained reward models" in page
     assert "`rb2/overall`" in page and "`prb/planner/accuracy` (PRB profile mode `planner`: downstream records)" in page
