@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,13 +27,20 @@ from omegaconf import DictConfig, OmegaConf
 from rlexp.config import CONF_DIR
 from rlexp.config.choices import JudgeName, SamplingBackend
 from rlexp.config.nodes import JudgeConfig, ModelConfig, SamplingConfig
-from rlexp.config.tasks import DataConfig, SampleConfig
+from rlexp.config.tasks import SampleConfig
 from rlexp.data.loaders import load_prompt_set
 from rlexp.data.schemas import PromptItem
 from rlexp.downstream.pool_scoring import pool_matrix, score_pool_texts
 from rlexp.downstream.sampling import HFSampler, Sampler, write_pool
 from rlexp.downstream.vllm_sampler import VLLMSampler
 from rlexp.errors import ConfigError
+
+# The sandbox worlds and data references live in worlds.py; tasks reach them through this package.
+from rlexp.inputs.worlds import comparison_world as comparison_world
+from rlexp.inputs.worlds import data_ref as data_ref
+from rlexp.inputs.worlds import is_sandbox_ref as is_sandbox_ref
+from rlexp.inputs.worlds import sandbox_record as sandbox_record
+from rlexp.inputs.worlds import sandbox_world as sandbox_world
 from rlexp.models.chat_lm import ChatLM
 from rlexp.models.lineages import Lineage, build_tiny_lineage, tiny_spec
 from rlexp.models.loading import (
@@ -53,8 +59,6 @@ from rlexp.scoring.judges import PairwiseJudge, RMGoldJudge, SandboxJudge
 from rlexp.scoring.suite_grader import PreferenceJudge, RMPreference, SuiteGraderJudge
 from rlexp.store import Record, Store, content_hash
 from rlexp.suite.loading import load_suite, task_settings
-
-from rlexp.inputs.worlds import SANDBOX_FILES, data_ref, is_sandbox_ref, sandbox_record, sandbox_world, world_inputs
 
 # --- lineages and policies ----------------------------------------------------------------------
 

@@ -44,7 +44,7 @@ def test_step_ledger_decides_steps_whose_record_exists(tmp_path: Path) -> None:
     """A step run before (same code and configs) whose record is still stored is answered from the
     ledger; another override, a deleted record, a disabled ledger all send the step to a worker."""
     from rlexp.store import Record, Store
-    from rlexp.tasks.study import StepLedger, Step
+    from rlexp.tasks.study import Step, StepLedger
 
     store = Store(tmp_path / "runs")
     step = Step("evaluate", "evaluate/x/none", ["paths.root=/a", "logger=none", "rm=abc", "profile=none"])
