@@ -9,6 +9,7 @@ the main world, and every record built on it, byte for byte as it was.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,22 +40,27 @@ def world_inputs() -> dict[str, str]:
     return {"world_version": str(WORLD_VERSION)}
 
 
-def _materialise(ctx: RunContext) -> dict[str, Any]:
-    out = ctx.work_dir / "sandbox"
-    if out.exists():  # left by a run killed between materialising and writing its record
-        shutil.rmtree(out)
-    manifest = materialise(
-        out, seed=int(ctx.cfg.sandbox.seed), difficulty=float(ctx.cfg.sandbox.difficulty), progress=ctx.cfg.progress
-    )
-    ctx.add_artifact("sandbox", out)
-    ctx.add_artifact("manifest", out / "manifest.json")
-    ctx.tracker.artifact(f"sandbox-{ctx.rid}", "dataset", out / "manifest.json", reference=False)
-    return {"counts": manifest.get("counts", {}), "baselines": manifest.get("baselines", {})}
+def _materialising(build: Callable[..., dict[str, Any]], folder: str, keep: tuple[str, ...]) -> Callable[[RunContext], dict[str, Any]]:
+    """The body of a `data` run: ``build`` writes its files into the record's ``folder``; the
+    manifest's ``keep`` entries become the record's metrics."""
+
+    def body(ctx: RunContext) -> dict[str, Any]:
+        out = ctx.work_dir / folder
+        if out.exists():  # left by a run killed between materialising and writing its record
+            shutil.rmtree(out)
+        manifest = build(out, seed=int(ctx.cfg.sandbox.seed), difficulty=float(ctx.cfg.sandbox.difficulty),
+                         progress=ctx.cfg.progress)
+        ctx.add_artifact("sandbox", out)
+        ctx.add_artifact("manifest", out / "manifest.json")
+        ctx.tracker.artifact(f"{folder}-{ctx.rid}", "dataset", out / "manifest.json", reference=False)
+        return {k: manifest.get(k, {}) for k in keep}
+
+    return body
 
 
 def sandbox_record(cfg: DictConfig) -> Record:
     """The `data` record of the world ``cfg.sandbox`` names; materialised on first use."""
-    return execute("data", cfg, _materialise, inputs=world_inputs())
+    return execute("data", cfg, _materialising(materialise, "sandbox", ("counts", "baselines")), inputs=world_inputs())
 
 
 def _data_config(cfg: DictConfig) -> DictConfig:
@@ -77,22 +83,11 @@ def sandbox_world(cfg: DictConfig) -> tuple[Path, str]:
     return Store(cfg.paths.store).resolve(record.artifacts["sandbox"]), record.id
 
 
-def _materialise_comparison(ctx: RunContext) -> dict[str, Any]:
-    out = ctx.work_dir / "comparison"
-    if out.exists():  # left by a run killed between materialising and writing its record
-        shutil.rmtree(out)
-    manifest = materialise_comparison(
-        out, seed=int(ctx.cfg.sandbox.seed), difficulty=float(ctx.cfg.sandbox.difficulty), progress=ctx.cfg.progress
-    )
-    ctx.add_artifact("sandbox", out)
-    ctx.add_artifact("manifest", out / "manifest.json")
-    return {"counts": manifest.get("counts", {}), "stats": manifest.get("stats", {})}
-
-
 def comparison_world(cfg: DictConfig) -> tuple[Path, str]:
     """The folder and record id of the sandbox's Chatbot Arena-/PRISM-Personalized analogues."""
     inputs = {**world_inputs(), "comparison_version": str(COMPARISON_VERSION)}
-    record = execute("data", _data_config(cfg), _materialise_comparison, inputs=inputs)
+    body = _materialising(materialise_comparison, "comparison", ("counts", "stats"))
+    record = execute("data", _data_config(cfg), body, inputs=inputs)
     return Store(cfg.paths.store).resolve(record.artifacts["sandbox"]), record.id
 
 

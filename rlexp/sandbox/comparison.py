@@ -25,11 +25,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import random
-import shutil
 import statistics
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +35,7 @@ from typing import Any
 from tqdm import tqdm
 
 from rlexp.data.schemas import PRISM_STATED_PREFS, USER_PAIRS_ARROW_SCHEMA
-from rlexp.errors import ConfigError
-from rlexp.sandbox.materialise import WORLD_VERSION, _replace_dir, _sha256, _write_parquet, remove_stale_builds
+from rlexp.sandbox.materialise import WORLD_VERSION, _sha256, _write_parquet, atomic_build, check_world_args
 from rlexp.sandbox.rng import make_rng
 from rlexp.sandbox.user_votes import (
     ARENA,
@@ -326,17 +322,8 @@ def materialise_comparison(
     """Build the world of (seed, difficulty), then write both comparison sets and the survey to
     ``out_dir`` (replaced as a whole, atomically); return the manifest. Raises
     :class:`ConfigError` for a difficulty outside [0, 1] or a negative seed."""
-    if not 0.0 <= float(difficulty) <= 1.0:
-        raise ConfigError(f"sandbox.difficulty must be in [0, 1], got {difficulty}")
-    if int(seed) < 0:
-        raise ConfigError(f"sandbox.seed must be >= 0, got {seed}")
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_builds(out_dir)
-    bar = tqdm(total=3, desc="comparison sets", disable=not progress, leave=False)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-{os.getpid()}-", dir=out_dir.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; the sets are ordinary shared output
-    try:
+    check_world_args(seed, difficulty)
+    with tqdm(total=3, desc="comparison sets", disable=not progress, leave=False) as bar, atomic_build(out_dir) as tmp:
         bar.set_postfix_str("world")
         world = build_world(int(seed), float(difficulty))
         bar.update(1)
@@ -348,10 +335,4 @@ def materialise_comparison(
         manifest = _manifest(sets, tmp, written)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         bar.update(1)
-        _replace_dir(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    finally:
-        bar.close()
     return manifest

@@ -23,6 +23,8 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -159,18 +161,38 @@ def _planner(w: World) -> dict[str, Any]:
     }
 
 
+def check_world_args(seed: int, difficulty: float) -> None:
+    """A world's (seed, difficulty), or a one-line :class:`ConfigError`."""
+    if not 0.0 <= float(difficulty) <= 1.0:
+        raise ConfigError(f"sandbox.difficulty must be in [0, 1], got {difficulty}")
+    if int(seed) < 0:
+        raise ConfigError(f"sandbox.seed must be >= 0, got {seed}")
+
+
+@contextmanager
+def atomic_build(out_dir: Path) -> Iterator[Path]:
+    """A temporary sibling of ``out_dir`` to write into; renamed into place when the block ends
+    without error, removed when it fails, so a crash never leaves a half-written folder behind."""
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_builds(out_dir)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-{os.getpid()}-", dir=out_dir.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; a world is ordinary shared output
+    try:
+        yield tmp
+        _replace_dir(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def materialise(out_dir: Path, seed: int = 0, difficulty: float = 0.5, progress: bool = True) -> dict[str, Any]:
     """Generate the sandbox world of ``seed`` and write it to ``out_dir``; return the manifest.
 
     ``out_dir`` is replaced as a whole if it exists. Raises :class:`ConfigError` for a difficulty
     outside [0, 1] or a negative seed.
     """
-    if not 0.0 <= float(difficulty) <= 1.0:
-        raise ConfigError(f"sandbox.difficulty must be in [0, 1], got {difficulty}")
-    if int(seed) < 0:
-        raise ConfigError(f"sandbox.seed must be >= 0, got {seed}")
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    check_world_args(seed, difficulty)
     bar = tqdm(total=len(_STAGES), desc="sandbox", disable=not progress, leave=False)
 
     def step(name: str) -> None:
@@ -178,10 +200,7 @@ def materialise(out_dir: Path, seed: int = 0, difficulty: float = 0.5, progress:
             bar.update(1)
         bar.set_postfix_str(name)
 
-    remove_stale_builds(out_dir)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-{os.getpid()}-", dir=out_dir.parent))
-    tmp.chmod(0o755)  # mkdtemp makes it private; the world is ordinary shared output
-    try:
+    with bar, atomic_build(out_dir) as tmp:
         world = build_world(int(seed), float(difficulty), step)
         step("writing files")
         rows = _write_world(world, tmp)
@@ -208,12 +227,6 @@ def materialise(out_dir: Path, seed: int = 0, difficulty: float = 0.5, progress:
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         bar.update(1)
-        _replace_dir(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    finally:
-        bar.close()
     return manifest
 
 
