@@ -85,6 +85,16 @@ class RunContext:
 Body = Callable[[RunContext], Mapping[str, Any]]
 
 
+def existing_record(task: str, cfg: DictConfig, inputs: Mapping[str, str] | None = None) -> Record | None:
+    """The record :func:`execute` would return without running (the same id; None with
+    ``force=true``): lets a task skip work it does before ``execute`` when its result is stored."""
+    if bool(cfg.get("force", False)):
+        return None
+    rid = record_id(task, OmegaConf.to_container(cfg, resolve=True), dict(inputs or {}))
+    store = Store(cfg.paths.store)
+    return store.get(rid, task) if store.exists(task, rid) else None
+
+
 def execute(task: str, cfg: DictConfig, body: Body, inputs: Mapping[str, str] | None = None) -> Record:
     """Run ``body`` once per distinct (config, inputs) and return its record."""
     setup_environment(cfg)

@@ -21,10 +21,10 @@ from matplotlib.figure import Figure
 from rlexp.analysis.columns import DOWNSTREAM_RE, gain_columns, main_benchmark_columns
 from rlexp.analysis.markdown import markdown_table
 from rlexp.analysis.values import is_missing, none_if_missing
+from rlexp.data.schemas import USER_PAIR_SETS
 
 FIGURE = "fig_benchmark_ranking"
-_NAMES = {"rb2": "RewardBench 2", "prb": "Personalized RewardBench", "arena": "Chatbot Arena-Personalized",
-          "prism": "PRISM-Personalized"}
+_NAMES = {"rb2": "RewardBench 2", "prb": "Personalized RewardBench", **USER_PAIR_SETS}
 
 
 def benchmark_name(column: str) -> str:

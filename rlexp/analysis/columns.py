@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rlexp.config.choices import ProfileMode, UserContextMode
-from rlexp.data.schemas import RB2_SUBSETS
+from rlexp.data.schemas import RB2_SUBSETS, USER_PAIR_SETS
 
 #: Factor columns (from the train_rm record's lineage info); empty for external RMs.
 FACTORS: tuple[str, ...] = (
@@ -37,7 +37,7 @@ _CONTEXT_ORDER = {mode.value: i for i, mode in enumerate(UserContextMode)}
 #: Chatbot Arena- and PRISM-Personalized: the user context), in the order their columns appear.
 PERSONAL_BENCHMARKS: tuple[str, ...] = ("prb", "arena", "prism")
 #: The comparison benchmarks of Personalized RewardBench (evaluate records' ``arena``/``prism`` metrics).
-USER_PAIR_BENCHMARKS: tuple[str, ...] = ("arena", "prism")
+USER_PAIR_BENCHMARKS: tuple[str, ...] = tuple(USER_PAIR_SETS)
 _BENCHMARK_PREFIXES = tuple(f"{b}/" for b in ("rb2", *PERSONAL_BENCHMARKS))
 
 

@@ -15,6 +15,7 @@ from rlexp.analysis.correlation import MAX_EXACT_SPEARMAN, MIN_TESTABLE
 from rlexp.analysis.markdown import markdown_table
 from rlexp.analysis.study_table import StudyTable
 from rlexp.analysis.values import is_missing
+from rlexp.data.schemas import USER_PAIR_SETS
 
 TITLE = "# Do benchmark scores predict downstream gains?"
 KEY_FIGURE = "fig_scatter"
@@ -50,7 +51,7 @@ def grid_sentence(study: StudyTable) -> str:
     modes = context.profile_modes
     if modes:
         benches.append(f"Personalized RewardBench (profile modes {', '.join(modes)})")
-    for bench, name in (("arena", "Chatbot Arena-Personalized"), ("prism", "PRISM-Personalized")):
+    for bench, name in USER_PAIR_SETS.items():
         contexts = sorted({c.split("/")[1] for c in table.columns if c.startswith(f"{bench}/")})
         if contexts:
             benches.append(f"{name} (user context {', '.join(contexts)})")

@@ -13,7 +13,8 @@ import numpy as np
 
 from rlexp.benchmarks.personalized_math import pairwise_accuracy
 from rlexp.benchmarks.rewardbench2_math import reroll, score_rewardbench2, unroll
-from rlexp.benchmarks.user_pairs import UserPairCase, context_block, rm_conversation, user_pairs_summary
+from rlexp.benchmarks.user_pairs import UserPairCase, context_block, user_pairs_summary
+from rlexp.data.formatting import with_user_context
 from rlexp.data.schemas import PRBItem, RB2Item
 from rlexp.scorer import ScoreInput, Scorer
 
@@ -85,8 +86,9 @@ def run_user_pairs(
     inputs: list[ScoreInput] = []
     with_context: list[bool] = []
     for case in cases:
-        turns, prompt = rm_conversation(case, mode, k, separator)
-        with_context.append(bool(context_block(case, mode, k)))
+        block = context_block(case, mode, k)
+        turns, prompt = with_user_context(case.item.context, block, separator)  # the block before the conversation
+        with_context.append(bool(block))
         inputs.append(ScoreInput(prompt, case.item.chosen, turns=turns))
         inputs.append(ScoreInput(prompt, case.item.rejected, turns=turns))
     flat = score_chunked(scorer, inputs, name, progress)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlexp.benchmarks.personalized_math import pairwise_accuracy
-from rlexp.data.formatting import history_block, persona_block, with_user_context
+from rlexp.data.formatting import history_block, persona_block
 from rlexp.data.schemas import UserPairItem, UserSurvey
 from rlexp.errors import ConfigError, DataError
 
@@ -54,11 +54,6 @@ def context_block(case: UserPairCase, mode: str, k: int) -> str:
         s = case.survey
         return persona_block(s.self_description, s.stated_prefs) if s is not None else ""
     raise ConfigError(f"unknown user_context {mode!r}; valid: none, history, persona")
-
-
-def rm_conversation(case: UserPairCase, mode: str, k: int, separator: str) -> tuple[tuple[tuple[str, str], ...], str]:
-    """(earlier turns, final user message) the RM reads for ``case``, the user context before the conversation."""
-    return with_user_context(case.item.context, context_block(case, mode, k), separator)
 
 
 def user_pairs_summary(chosen: Sequence[float], rejected: Sequence[float], cases: Sequence[UserPairCase],

@@ -91,7 +91,9 @@ USER_PAIRS_ARROW_SCHEMA = pa.schema(
         ("dataset", pa.string()),
     ]
 )
-USER_PAIR_SPLITS: tuple[str, ...] = ("train", "val", "test")  # values of the per-row `split` column
+USER_PAIR_SPLITS: tuple[str, ...] = ("train", "val", "test")
+# PRB's comparison benchmarks: config/metric key -> name (benchmark.<key>, metrics.<key>, <key>/... columns).
+USER_PAIR_SETS: dict[str, str] = {"arena": "Chatbot Arena-Personalized", "prism": "PRISM-Personalized"}  # values of the per-row `split` column
 # HannahRoseKirk/prism-alignment, config `survey` (survey.jsonl): the fields rlexp reads and writes.
 PRISM_STATED_PREFS: tuple[str, ...] = (
     "values", "creativity", "fluency", "factuality", "diversity", "safety", "personalisation", "helpfulness",

@@ -22,8 +22,8 @@ from rlexp.analysis.report import write_outputs
 from rlexp.analysis.study_table import StudyTable
 from rlexp.analysis.table import build_table
 from rlexp.errors import ConfigError
-from rlexp.runtime import RunContext, execute, hydra_entry
-from rlexp.store import Record, Store, record_id
+from rlexp.runtime import RunContext, execute, existing_record, hydra_entry
+from rlexp.store import Record, Store
 
 
 def _list(value: Any) -> list[str] | None:
@@ -97,9 +97,9 @@ def run(cfg: DictConfig) -> Record:
     collection = collect(store, **_selection(cfg))
     used = {r.id: r for r in [*collection.records, *collection.rm_records.values()]}  # + train_rm records read for factors
     inputs = {f"{r.task}/{r.id}": r.id for r in sorted(used.values(), key=lambda r: (r.task, r.id))}
-    rid = record_id("correlate", OmegaConf.to_container(cfg, resolve=True), inputs)
-    if store.exists("correlate", rid) and not cfg.get("force", False):
-        return store.get(rid, "correlate")  # already on record: no table to build (a finished study's rerun)
+    found = existing_record("correlate", cfg, inputs)
+    if found is not None:
+        return found  # already on record: no table to build (a finished study's rerun)
     # Built before the run starts, so a study that cannot be tabulated fails before any output exists.
     study = build_table(collection, k=settings["k"], profile_modes=settings["profile_modes"])
     return execute("correlate", cfg, lambda ctx: _correlate(ctx, study, settings), inputs)

@@ -23,6 +23,7 @@ from rlexp.benchmarks.user_pairs import UserPairCase, user_pair_cases
 from rlexp.config import CONF_DIR
 from rlexp.config.nodes import ProfileConfig, ScorerConfig
 from rlexp.data.loaders import load_prb, load_prism_survey, load_rb2, load_user_pairs
+from rlexp.data.schemas import USER_PAIR_SETS
 from rlexp.errors import ConfigError, DataError
 from rlexp.models.chat_lm import ChatLM
 from rlexp.models.loading import quiet_libraries
@@ -31,9 +32,6 @@ from rlexp.scoring.factory import RMRef, reward_scorer
 from rlexp.scoring.generative import GenerativeJudge, JudgeSettings, judge_prb_pairs
 from rlexp.scoring.planner import make_planner
 from rlexp.store import Record, Store
-
-# The comparison benchmarks of Personalized RewardBench (benchmark.<name>), as progress bars name them.
-USER_PAIR_NAMES: dict[str, str] = {"arena": "Chatbot Arena-Personalized", "prism": "PRISM-Personalized"}
 
 
 def _write(ctx: RunContext, name: str, rows: list[dict[str, Any]]) -> None:
@@ -70,7 +68,7 @@ def _evaluate_scalar(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any]
     for name, cases in (users or {}).items():
         b = cfg.benchmark[name]
         summary, rows = run_user_pairs(scorer, cases, mode=str(b.user_context), k=int(b.k),
-                                       separator=str(cfg.profile.separator), name=USER_PAIR_NAMES[name],
+                                       separator=str(cfg.profile.separator), name=USER_PAIR_SETS[name],
                                        progress=ctx.cfg.progress)
         per_user = summary.pop("per_user")
         metrics[name] = {**summary, "user_context": str(b.user_context), "k": int(b.k)}
@@ -183,10 +181,10 @@ def _judge_ref(cfg: DictConfig) -> RMRef | None:
 
 def run(cfg: DictConfig) -> Record:
     """Evaluate (or find the evaluation of) ``cfg.rm`` on ``cfg.benchmark``."""
-    named = [b for b in ("rb2", "prb", *USER_PAIR_NAMES) if cfg.benchmark.get(b) is not None]
+    named = [b for b in ("rb2", "prb", *USER_PAIR_SETS) if cfg.benchmark.get(b) is not None]
     if not named:
-        raise ConfigError(f"benchmark {cfg.benchmark.name!r} names none of rb2, prb, {', '.join(USER_PAIR_NAMES)}")
-    if cfg.scorer.kind == "generative" and set(named) & set(USER_PAIR_NAMES):
+        raise ConfigError(f"benchmark {cfg.benchmark.name!r} names none of rb2, prb, {', '.join(USER_PAIR_SETS)}")
+    if cfg.scorer.kind == "generative" and set(named) & set(USER_PAIR_SETS):
         raise ConfigError("Chatbot Arena-/PRISM-Personalized are scored with scalar reward models only (scorer.kind=seq_cls)")
     store = Store(cfg.paths.store)
     rm = _judge_ref(cfg) if cfg.scorer.kind == "generative" else None
@@ -209,7 +207,7 @@ def run(cfg: DictConfig) -> Record:
         if not prb:
             raise DataError(f"Personalized RewardBench source {path}: no rows to score (domains={domains}, limit={b.limit})")
         ids["prb"] = data_id or path
-    users = {name: _user_pair_benchmark(cfg, name, ids) for name in USER_PAIR_NAMES if cfg.benchmark.get(name) is not None}
+    users = {name: _user_pair_benchmark(cfg, name, ids) for name in USER_PAIR_SETS if cfg.benchmark.get(name) is not None}
     return execute("evaluate", cfg, lambda ctx: _evaluate(ctx, cfg, rm, rb2, prb, users), ids)
 
 

@@ -103,15 +103,14 @@ class StepLedger:
     """
 
     RECORD_TASK = {"pool": "sample"}  # a pool step's record is a `sample` record
+    # Overrides that never change a record id (where files go, logging, progress bars).
+    NO_EFFECT = ("paths.", "logger", "progress=")
 
     def __init__(self, store: Store, enabled: bool = True) -> None:
         self.store = store
         self.enabled = enabled
         self.path = store.root / "cache" / "study" / f"{_fingerprint()}.json"
         self.known: dict[str, str] = json.loads(self.path.read_text()) if enabled and self.path.is_file() else {}
-
-    # Overrides that never change a record id (where files go, logging, progress bars).
-    NO_EFFECT = ("paths.", "logger", "progress=")
 
     @classmethod
     def key(cls, step: Step) -> str:

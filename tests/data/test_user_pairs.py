@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rlexp.benchmarks.user_pairs import context_block, rm_conversation, user_pair_cases, user_pairs_summary
+from rlexp.benchmarks.user_pairs import context_block, user_pair_cases, user_pairs_summary
 from rlexp.data.formatting import history_block, persona_block, with_user_context
 from rlexp.data.loaders import load_prism_survey, load_user_pairs
 from rlexp.data.schemas import PRISM_SURVEY_ARROW_SCHEMA, USER_PAIRS_ARROW_SCHEMA
@@ -63,10 +63,10 @@ def test_cases_pair_each_test_vote_with_its_users_earlier_votes(tmp_path: Path) 
     assert [q for q, _, _ in cases[0].history] == ["Should my daughter take a gap year?", "How do I talk about money?"]
     assert cases[1].history == ()  # no earlier pairs: the RM sees the conversation alone
     assert context_block(cases[1], "history", 2) == ""
-    turns, prompt = rm_conversation(cases[1], "history", 2, "\n\n")
+    turns, prompt = with_user_context(cases[1].item.context, context_block(cases[1], "history", 2), "\n\n")
     assert turns == () and prompt == "Is tea healthy?"
     # With history, the block goes before the conversation: into the first user message.
-    turns, prompt = rm_conversation(cases[0], "history", 1, "\n\n")
+    turns, prompt = with_user_context(cases[0].item.context, context_block(cases[0], "history", 1), "\n\n")
     assert turns[0][0] == "user" and turns[0][1].startswith("Earlier choices of this user:")
     assert "How do I talk about money?" in turns[0][1] and "gap year" not in turns[0][1]  # k=1: the latest only
     assert turns[0][1].endswith("\n\nPlan a trip?") and turns[1] == ("assistant", "Sure: where to?")
