@@ -54,7 +54,8 @@ HASH_NEUTRAL: dict[tuple[str, str], Any] = {
     ("scorer", "tokenizer"): "auto",
     ("scorer", "tokenizer_check"): None,
     ("prompts", "tasks"): {},  # suite prompt sets; every older prompt set has none
-    ("sampling", "vllm_engine"): {},  # the vllm backend's engine settings; the hf backend has none
+    ("sampling", "vllm_engine"): {},
+    ("sampling", "policy_profile"): "posts",  # every older pool showed the policy the posts  # the vllm backend's engine settings; the hf backend has none
     # LaMP-QA prompt sets; every older prompt set is in rlexp's format. A None default drops the key
     # whatever its value: domains and retriever_model are in the prompt set's id (an input of the pool).
     ("prompts", "format"): "rlexp",

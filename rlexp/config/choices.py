@@ -20,6 +20,8 @@ LoggerKind = StrEnum("LoggerKind", "wandb none")
 WandbMode = StrEnum("WandbMode", "offline online disabled")
 Checkpoint = StrEnum("Checkpoint", "base instruct")
 ProfileMode = StrEnum("ProfileMode", "none raw planner")
+# What a policy sees of a personalized prompt's user: its top-k posts, or the sandbox planner's aspects.
+PolicyProfile = StrEnum("PolicyProfile", "posts plan")
 # What an RM sees of the user on Chatbot Arena-/PRISM-Personalized: nothing, the user's earlier votes,
 # or the PRISM survey's self-description and stated preferences.
 UserContextMode = StrEnum("UserContextMode", "none history persona")

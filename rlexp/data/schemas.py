@@ -267,4 +267,5 @@ PROMPTS_ARROW_SCHEMA = pa.schema(
         ("hidden", pa.string()),
     ]
 )
-SFT_ARROW_SCHEMA = pa.schema([("prompt", pa.string()), ("response", pa.string())])
+# system: the system message ("" for none); the planned rows carry the personalized policy's.
+SFT_ARROW_SCHEMA = pa.schema([("prompt", pa.string()), ("response", pa.string()), ("system", pa.string())])

@@ -78,7 +78,8 @@ class RewardLog:
             del self.prompts[:overflow], self.responses[:overflow]
 
 
-def _make_reward_module(scorer: Scorer, tokenizer: Any, prompts: Sequence[PromptItem], profile_k: int, scale: float) -> Any:
+def _make_reward_module(scorer: Scorer, tokenizer: Any, prompts: Sequence[PromptItem], profile_k: int, scale: float,
+                        profile: str) -> Any:
     torch = _torch()
     nn = torch.nn
 
@@ -110,7 +111,8 @@ def _make_reward_module(scorer: Scorer, tokenizer: Any, prompts: Sequence[Prompt
             self.log = RewardLog()
             self.by_query: dict[str, PromptItem] = {}
             for item in prompts:
-                text = tokenizer.apply_chat_template(chat_messages(item, profile_k), add_generation_prompt=True, tokenize=False)
+                text = tokenizer.apply_chat_template(chat_messages(item, profile_k, profile), add_generation_prompt=True,
+                                                     tokenize=False)
                 self.by_query[text] = item
             probe = tokenizer.apply_chat_template([{"role": "user", "content": "\x00"}], add_generation_prompt=True, tokenize=False)
             self.marker = probe.split("\x00", 1)[1]  # what follows the user's text: end of turn + generation prompt
@@ -149,20 +151,22 @@ def _make_reward_module(scorer: Scorer, tokenizer: Any, prompts: Sequence[Prompt
     return ScorerAsRewardModel()
 
 
-def reward_module(scorer: Any, tokenizer: Any, prompts: Sequence[PromptItem], profile_k: int = 10, scale: float = 1.0) -> Any:
-    """Wrap any scorer as the reward model TRL's PPOTrainer expects."""
+def reward_module(scorer: Any, tokenizer: Any, prompts: Sequence[PromptItem], profile_k: int = 10, scale: float = 1.0,
+                  profile: str = "posts") -> Any:
+    """Wrap any scorer as the reward model TRL's PPOTrainer expects (``profile``: what the policy sees of
+    the user, as in :func:`~rlexp.downstream.sampling.chat_messages`)."""
     check_scorer(scorer)
     if not getattr(tokenizer, "chat_template", None):
         raise ConfigError("policy tokenizer has no chat template")
-    return _make_reward_module(scorer, tokenizer, prompts, profile_k, scale)
+    return _make_reward_module(scorer, tokenizer, prompts, profile_k, scale, profile)
 
 
-def tokenise_prompts(tokenizer: Any, prompts: Sequence[PromptItem], profile_k: int) -> Any:
+def tokenise_prompts(tokenizer: Any, prompts: Sequence[PromptItem], profile_k: int, profile: str = "posts") -> Any:
     """The PPO dataset: chat-rendered prompts, pre-tokenised in an ``input_ids`` column."""
     from datasets import Dataset
 
     ids = [
-        tokenizer.apply_chat_template(chat_messages(p, profile_k), add_generation_prompt=True, tokenize=True, return_dict=False)
+        tokenizer.apply_chat_template(chat_messages(p, profile_k, profile), add_generation_prompt=True, tokenize=True, return_dict=False)
         for p in prompts
     ]
     ids = [x["input_ids"] if isinstance(x, dict) else list(x) for x in ids]
@@ -240,6 +244,7 @@ def train_grpo_like(
     prompts: Sequence[PromptItem],
     profile_k: int,
     peft_config: Any = None,
+    profile: str = "posts",
 ) -> tuple[Any, dict[str, Any], list[float]]:
     """GRPO or RLOO with the scorer as reward function (same prompts and rendering as PPO).
 
@@ -250,7 +255,7 @@ def train_grpo_like(
     check_scorer(scorer)
     by_text = {p.prompt_id: p for p in prompts}
     ds = Dataset.from_dict(
-        {"prompt": [chat_messages(p, profile_k) for p in prompts], "prompt_id": [p.prompt_id for p in prompts]}
+        {"prompt": [chat_messages(p, profile_k, profile) for p in prompts], "prompt_id": [p.prompt_id for p in prompts]}
     )
 
     def reward(completions: list[Any], prompt_id: list[str], **_: Any) -> list[float]:

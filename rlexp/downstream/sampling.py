@@ -18,9 +18,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rlexp.config.nodes import SamplingConfig
-from rlexp.data.formatting import SYSTEM_PERSONALIZED, policy_prompt
+from rlexp.data.formatting import SYSTEM_PERSONALIZED, policy_prompt, rm_user_turn
 from rlexp.data.schemas import PromptItem
 from rlexp.errors import ConfigError
+from rlexp.scoring.planner import sandbox_planner
 
 POOL_SCHEMA = pa.schema(
     [
@@ -33,14 +34,18 @@ POOL_SCHEMA = pa.schema(
 )
 
 
-def chat_messages(item: PromptItem, profile_k: int) -> list[dict[str, str]]:
-    """The policy's conversation: personalized prompts carry the rendered profile (reference §4); a
-    suite task's few-shot exchanges come as earlier turns (the Tulu 3 regime's multiturn few-shot)."""
+def chat_messages(item: PromptItem, profile_k: int, profile: str = "posts") -> list[dict[str, str]]:
+    """The policy's conversation: personalized prompts carry the user (reference §4), as the top
+    ``profile_k`` posts (``profile="posts"``) or as the sandbox planner's aspects inferred from them
+    (``"plan"``: the user turn a planner-mode RM reads); a suite task's few-shot exchanges come as
+    earlier turns (the Tulu 3 regime's multiturn few-shot)."""
     if item.kind == "personalized" and item.profile:
-        return [
-            {"role": "system", "content": SYSTEM_PERSONALIZED},
-            {"role": "user", "content": policy_prompt(item.prompt, item.profile, profile_k, ranked=item.profile_ranked)},
-        ]
+        if profile == "plan":
+            user = rm_user_turn(item.prompt, item.profile, "planner", k=profile_k, planner=sandbox_planner,
+                                ranked=item.profile_ranked)
+        else:
+            user = policy_prompt(item.prompt, item.profile, profile_k, ranked=item.profile_ranked)
+        return [{"role": "system", "content": SYSTEM_PERSONALIZED}, {"role": "user", "content": user}]
     turns = [{"role": role, "content": text} for shot in item.shots
              for role, text in zip(("user", "assistant"), shot, strict=True)]
     return [*turns, {"role": "user", "content": item.prompt}]
@@ -160,7 +165,7 @@ def write_pool(
             chunk_seed = _chunk_seed(seed, c)
             for b in range(0, len(part), s.batch_prompts):
                 batch = part[b : b + s.batch_prompts]
-                samples = sampler.generate([chat_messages(it, s.profile_k) for it in batch], s, chunk_seed + b)
+                samples = sampler.generate([chat_messages(it, s.profile_k, s.policy_profile) for it in batch], s, chunk_seed + b)
                 for item, outs in zip(batch, samples, strict=False):
                     for j, (text, count, reason) in enumerate(outs):
                         rows.append(

@@ -50,13 +50,14 @@ def build_tiny_lineage(spec: TinySpec, sandbox_dir: Path, work: Path) -> dict[st
     quiet_libraries()
     lines = [ln for ln in (sandbox_dir / "corpus" / f"pretrain_{spec.corpus}.txt").read_text().splitlines() if ln]
     sft = pq.read_table(sandbox_dir / "corpus" / "sft.parquet").to_pylist()
-    pairs = [(r["prompt"], r["response"]) for r in sft]
-    tokenizer = tiny.build_tokenizer(lines + [p for p, _ in pairs] + [r for _, r in pairs], spec)
+    # Worlds before version 4 have no system column.
+    rows = [(r["prompt"], r["response"], r.get("system") or "") for r in sft]
+    tokenizer = tiny.build_tokenizer(lines + [p for p, _, _ in rows] + [r for _, r, _ in rows], spec)
     model = tiny.build_model(spec, tokenizer)
     metrics: dict[str, Any] = {"params": sum(p.numel() for p in model.parameters()), "vocab": len(tokenizer)}
     metrics.update(tiny.pretrain(model, tokenizer, lines, spec, work))
     tiny.save(model, tokenizer, work / "base")
-    metrics.update(tiny.instruct_tune(model, tokenizer, pairs, spec, work))
+    metrics.update(tiny.instruct_tune(model, tokenizer, rows, spec, work))
     tiny.save(model, tokenizer, work / "instruct")
     for scratch in ("_pretrain", "_sft"):
         shutil.rmtree(work / scratch, ignore_errors=True)

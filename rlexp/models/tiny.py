@@ -158,16 +158,20 @@ def pretrain(model: Any, tokenizer: Any, lines: Sequence[str], spec: TinySpec, o
 
 
 def instruct_tune(
-    model: Any, tokenizer: Any, pairs: Sequence[tuple[str, str]], spec: TinySpec, out: Path
+    model: Any, tokenizer: Any, rows: Sequence[tuple[str, str] | tuple[str, str, str]], spec: TinySpec, out: Path
 ) -> dict[str, float]:
-    """SFT on (prompt, response) pairs in the chat format; loss on the response only."""
+    """SFT on (prompt, response[, system]) rows in the chat format; loss on the response only."""
     from datasets import Dataset
     from trl import SFTTrainer
 
+    def conversation(row: tuple[str, ...]) -> list[dict[str, str]]:
+        system = row[2] if len(row) > 2 else ""
+        return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": row[0]}]
+
     ds = Dataset.from_dict(
         {
-            "prompt": [[{"role": "user", "content": p}] for p, _ in pairs],
-            "completion": [[{"role": "assistant", "content": r}] for _, r in pairs],
+            "prompt": [conversation(r) for r in rows],
+            "completion": [[{"role": "assistant", "content": r[1]}] for r in rows],
         }
     )
     args = _sft_args(out / "_sft", spec, spec.sft_epochs)

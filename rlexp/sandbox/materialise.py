@@ -53,7 +53,7 @@ SCHEMA_VERSION = 1
 # Bump whenever the generator's output changes for the same (seed, difficulty): the data record's
 # id includes it, so a stored world from older code (and every RM, pool and score built on it) is
 # not silently reused after an upgrade.
-WORLD_VERSION = 3  # 3: flipped control holds the personal pairs too; 300 general eval prompts
+WORLD_VERSION = 4  # 3: flipped control holds the personal pairs too; 300 general eval prompts; 4: planned SFT
 MANIFEST = "manifest.json"
 _STAGES = (
     "knowledge base",
@@ -124,7 +124,7 @@ def _write_world(w: World, root: Path) -> dict[str, int]:
         # Documents may span lines (lists), so a blank line separates documents.
         path.write_text("\n\n".join(d.strip() for d in docs) + "\n", encoding="utf-8")
         rows[rel] = len(docs)
-    put("corpus/sft.parquet", [{"prompt": p, "response": r} for p, r in w.sft], SFT_ARROW_SCHEMA)
+    put("corpus/sft.parquet", [{"prompt": p, "response": r, "system": sy} for p, r, sy in w.sft], SFT_ARROW_SCHEMA)
     return rows
 
 

@@ -41,7 +41,7 @@ class World:
     prompts: dict[tuple[str, str], list[PromptItem]]  # (kind, split) -> items
     prompt_users: dict[str, list[SandboxUser]]  # personalized split -> users
     pretrain: dict[str, list[str]]
-    sft: list[tuple[str, str]]
+    sft: list[tuple[str, str, str]]  # (prompt, response, system message or "")
     registry: PromptRegistry = field(repr=False, default_factory=PromptRegistry)
 
     @property
@@ -94,6 +94,8 @@ def build_world(seed: int = 0, difficulty: float = 0.5, step: Callable[[str], An
     tick("corpora")
     pretrain = {v: corpus.pretrain_docs(kb, knobs, v, make_rng(seed, "corpus", v), registry) for v in corpus.VARIANTS}
     sft = corpus.sft_pairs(kb, knobs, make_rng(seed, "corpus", "sft"), registry)
+    sft += corpus.planned_sft(train_users, knobs, make_rng(seed, "corpus", "sft", "planned"), registry)
+    make_rng(seed, "corpus", "sft", "order").shuffle(sft)
     return World(
         seed, knobs, kb, rb2, prb, prb_users, train_users, pair_sets, prompt_sets, prompt_users, pretrain, sft, registry
     )

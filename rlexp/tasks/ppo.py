@@ -127,7 +127,8 @@ def _train_ppo(ctx: RunContext, cfg: DictConfig, models: dict[str, Any], reward:
     tokenizer, policy, peft = models["tokenizer"], models["policy"], models["peft"]
     ref_policy = None if peft is not None else copy.deepcopy(policy)
     value = _value_model(ctx, cfg, models["policy_path"], flags["same_lineage"], tokenizer)
-    reward_model = adapter.reward_module(reward, tokenizer, train_prompts, cfg.sampling.profile_k, cfg.reward_scale)
+    reward_model = adapter.reward_module(reward, tokenizer, train_prompts, cfg.sampling.profile_k, cfg.reward_scale,
+                                         cfg.sampling.policy_profile)
     settings = _settings(cfg, flags["report_to"], flags["bf16"], flags["use_cpu"])
     if cfg.deepspeed.name != "none":
         settings["deepspeed"] = OmegaConf.to_container(cfg.deepspeed.config, resolve=True)
@@ -135,7 +136,7 @@ def _train_ppo(ctx: RunContext, cfg: DictConfig, models: dict[str, Any], reward:
         # trainer starts, but HF's DeepSpeed "auto" resolution reads it in __post_init__.
         settings["world_size"] = int(os.environ.get("WORLD_SIZE", "1"))
     args = adapter.ppo_config(str(ctx.work_dir / "trainer"), settings)
-    dataset = adapter.tokenise_prompts(tokenizer, train_prompts, cfg.sampling.profile_k)
+    dataset = adapter.tokenise_prompts(tokenizer, train_prompts, cfg.sampling.profile_k, cfg.sampling.policy_profile)
     trained, value_trained, train_metrics, ctx.info["train_curves"] = adapter.train_ppo(
         args=args, tokenizer=tokenizer, policy=policy, ref_policy=ref_policy, value_model=value,
         reward_model=reward_model, dataset=dataset, peft_config=peft,
@@ -188,7 +189,7 @@ def _train(ctx: RunContext, cfg: DictConfig, policy_path: str, reward: Scorer, t
         cfg.algorithm, out=str(ctx.work_dir / "trainer"),
         settings=_grpo_settings(cfg, flags["report_to"], flags["bf16"], use_cpu),
         tokenizer=tokenizer, policy=policy, scorer=reward, prompts=train_prompts,
-        profile_k=cfg.sampling.profile_k, peft_config=peft,
+        profile_k=cfg.sampling.profile_k, peft_config=peft, profile=cfg.sampling.policy_profile,
     )
     return trained, tokenizer, metrics
 

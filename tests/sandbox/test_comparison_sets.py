@@ -142,7 +142,7 @@ def test_prompts_are_disjoint_from_the_rest_of_the_world(
     n = normalise_prompt
     others = {n(r.prompt) for r in world.rb2} | {n(i.question) for i in world.prb}
     others |= {n(p.prompt) for ps in world.pairs.values() for p in ps}
-    others |= {n(i.prompt) for items in world.prompts.values() for i in items} | {n(p) for p, _ in world.sft}
+    others |= {n(i.prompt) for items in world.prompts.values() for i in items} | {n(row[0]) for row in world.sft}
     mine = {name: _user_messages(sets, name) for name in DATASETS}
     for name, prompts in mine.items():
         assert len(prompts) > 100
