@@ -44,15 +44,16 @@ def _friedman_cell(test: Mapping[str, Any] | None) -> str:
     return f"{_num(test['statistic'])} (p={float(test['pvalue']):.2g})"
 
 
-def _bon_differences_section(context: StudyContext) -> list[str]:
-    """Whether the RMs' Best-of-N gains differ beyond prompt noise (paired bootstrap over prompts)."""
-    diffs = context.bon_differences or {}
+def _gain_differences_section(context: StudyContext) -> list[str]:
+    """Whether the RMs' Best-of-N and PPO gains differ beyond prompt noise (paired bootstrap over prompts)."""
+    diffs = context.gain_differences or {}
     if not diffs:
         return []
     alpha = float((context.settings or {}).get("alpha", 0.05))
-    lines = ["### Do Best-of-N gains differ across RMs?", "",
+    lines = ["### Do downstream gains differ across RMs?", "",
              "Highest minus lowest gain on the shared prompts, with the CI of that difference when the "
-             "prompts are resampled (paired: every RM chose from the same pool), and how many RM pairs "
+             "prompts are resampled (paired: for Best-of-N every RM chose from the same pool; for PPO every "
+             "policy was evaluated on the same held-out prompts), and how many RM pairs "
              "differ beyond their paired CI. The highest and lowest are picked after the fact, so their "
              "difference is biased upwards; the pair count is the fairer summary, read against chance: with "
              f"no real differences about {100 * alpha:g}% of the pairs (alpha) would still be flagged. The "
@@ -69,6 +70,31 @@ def _bon_differences_section(context: StudyContext) -> list[str]:
                      f"{d['pairs_separated']} of {d['pairs']}", _friedman_cell(d.get("friedman")), d["prompts"]])
     header = ["downstream", "highest", "lowest", "difference [CI]", "pairs differing", "Friedman χ² (p)", "prompts"]
     lines += [markdown_table(header, rows), ""]
+    return lines
+
+
+def _lineage_section(context: StudyContext) -> list[str]:
+    """Same- vs other-lineage PPO gains with CIs over prompts (analysis/ppo_lineage.py)."""
+    found = context.ppo_lineage or {}
+    if not found:
+        return []
+    lines = ["### PPO: an RM of the policy's lineage vs one of another lineage", "",
+             "Mean PPO gain of the RMs that share the policy's lineage and of those that do not, on the same "
+             "held-out prompts, with 95% CIs from resampling prompts (paired, so the difference has its own CI). "
+             "Control mixes are left out.", ""]
+    rows = []
+    for col, d in sorted(found.items()):
+        if "note" in d:
+            rows.append([col, "n/a", "n/a", f"n/a ({d['note']})", "n/a"])
+            continue
+
+        def cell(g: dict[str, Any]) -> str:
+            return f"{_num(g['gain'])} [{_num(g['ci'][0])}, {_num(g['ci'][1])}] (n={len(g['rms'])})"
+
+        ci = d["difference_ci"]
+        rows.append([col, cell(d["same"]), cell(d["other"]), f"{_num(d['difference'])} [{_num(ci[0])}, {_num(ci[1])}]",
+                     d["prompts"]])
+    lines += [markdown_table(["downstream", "same lineage", "other lineage", "difference [CI]", "prompts"], rows), ""]
     return lines
 
 
@@ -158,7 +184,7 @@ def downstream_section(study: StudyTable) -> list[str]:
     else:
         lines.append("None in this study.")
     lines.append("")
-    return lines + _bon_differences_section(study.context) + _bon_groups_section(study)
+    return lines + _gain_differences_section(study.context) + _lineage_section(study.context) + _bon_groups_section(study)
 
 
 CAPTIONS = {

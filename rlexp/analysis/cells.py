@@ -72,7 +72,7 @@ def fill_rows(collection: Collection, chosen: Mapping[tuple[str, str], Cell], rm
         elif group.startswith("bon/"):
             _fill_bon(out, rm, group, rec, k_of[group], collection.store)
         else:
-            _fill_ppo(out, rm, group, rec)
+            _fill_ppo(out, rm, group, rec, collection.store)
     return out
 
 
@@ -140,10 +140,12 @@ def _fill_bon(out: Rows, rm: str, group: str, rec: Record, k: int, store: Store)
         }
 
 
-def _fill_ppo(out: Rows, rm: str, group: str, rec: Record) -> None:
-    """The gain, whether the RM shares the policy's lineage, and the gain's CI."""
+def _fill_ppo(out: Rows, rm: str, group: str, rec: Record, store: Store) -> None:
+    """The gain, whether the RM shares the policy's lineage, the gain's CI and its per-prompt file."""
     row = out.rows[rm]
     row[f"{group}/gain"] = finite_float(rec.metrics.get("gain"))
     match = rec.info.get("lineage_match")
     row[f"{group}/lineage_match"] = None if match is None else bool(match)
     out.ppo_ci[f"{group}/gain"][rm] = out.gain_ci[f"{group}/gain"][rm] = _interval(rec.metrics.get("gain_ci"))
+    if rec.artifacts.get("per_prompt"):
+        out.per_prompt[f"{group}/gain"][rm] = str(store.resolve(rec.artifacts["per_prompt"]))

@@ -1,5 +1,5 @@
-"""The statistics of a study's RM table: the long correlation table, whether BoN gains differ, and
-the compact summary kept in the correlate record.
+"""The statistics of a study's RM table: the long correlation table, whether BoN and PPO gains
+differ, and the compact summary kept in the correlate record.
 
 :func:`correlation_table` correlates every benchmark column with every downstream column using
 :mod:`rlexp.analysis.bootstrap`; BoN gain columns whose RMs all have per-prompt results also get
@@ -42,29 +42,41 @@ def _bon_k(column: str) -> int | None:
     return int(m["stat"][5:]) if m and m["task"] == "bon" and m["stat"].startswith("gain@") else None
 
 
-def _per_prompt_matrix(paths: Mapping[str, str], rms: Sequence[str], k: int,
-                       cache: dict[str, pd.DataFrame]) -> tuple[np.ndarray | None, str | None]:
-    """``[RMs, prompts]`` per-prompt BoN gain at k (bon@k - bon_at_1), prompts aligned by id."""
+def _gain_column(column: str) -> tuple[str, int | None] | None:
+    """("bon", k) for a ``bon/<setting>/gain@<k>`` column, ("ppo", None) for ``ppo/<setting>/gain``."""
+    k = _bon_k(column)
+    if k is not None:
+        return "bon", k
+    m = DOWNSTREAM_RE.match(column)
+    return ("ppo", None) if m and m["task"] == "ppo" and m["stat"] == "gain" else None
+
+
+def per_prompt_matrix(paths: Mapping[str, str], rms: Sequence[str], k: int | None,
+                      cache: dict[str, pd.DataFrame]) -> tuple[np.ndarray | None, str | None]:
+    """``[RMs, prompts]`` per-prompt gains, prompts aligned by id: BoN's gain at ``k`` (bon@k -
+    bon_at_1), or PPO's gain (gold after - before) when ``k`` is None."""
+    what = "PPO" if k is None else "BoN"
     frames = []
     for rm in rms:
         path = paths.get(rm)
         if path is None:
-            return None, f"no per-prompt BoN results for RM {short_name(rm)}"
+            return None, f"no per-prompt {what} results for RM {short_name(rm)}"
         if path not in cache:
             try:
                 cache[path] = pd.read_parquet(path)
             except (OSError, ValueError) as exc:
-                return None, f"per-prompt BoN results unreadable for RM {short_name(rm)} ({exc.__class__.__name__})"
+                return None, f"per-prompt {what} results unreadable for RM {short_name(rm)} ({exc.__class__.__name__})"
         frame = cache[path]
-        col = f"bon@{k}"
-        if col not in frame or "bon_at_1" not in frame or "prompt_id" not in frame:
-            return None, f"per-prompt BoN results of RM {short_name(rm)} lack {col}"
-        frames.append(pd.Series((frame[col] - frame["bon_at_1"]).to_numpy(), index=frame["prompt_id"].astype(str)))
+        needed = ["gain"] if k is None else [f"bon@{k}", "bon_at_1"]
+        if "prompt_id" not in frame or any(c not in frame for c in needed):
+            return None, f"per-prompt {what} results of RM {short_name(rm)} lack {needed[0]}"
+        gain = frame["gain"] if k is None else frame[f"bon@{k}"] - frame["bon_at_1"]
+        frames.append(pd.Series(gain.to_numpy(dtype=float), index=frame["prompt_id"].astype(str)))
     common = frames[0].index
     for s in frames[1:]:
         common = common.intersection(s.index)
     if len(common) == 0:
-        return None, "the RMs' per-prompt BoN results share no prompt"
+        return None, f"the RMs' per-prompt {what} results share no prompt"
     matrix = np.stack([s[~s.index.duplicated()].reindex(common).to_numpy(dtype=float) for s in frames])
     return matrix, None
 
@@ -105,7 +117,7 @@ def correlation_table(
             prompt_note = None
             k = _bon_k(d)
             if boot and k is not None and d in study.context.per_prompt:
-                matrix, prompt_note = _per_prompt_matrix(study.context.per_prompt[d], list(pair.index), k, cache)
+                matrix, prompt_note = per_prompt_matrix(study.context.per_prompt[d], list(pair.index), k, cache)
                 if matrix is not None:
                     prompt = {c.name: c for c in bootstrap_prompts(
                         x, matrix, n_boot=boot, seed=seed, ndcg_variants=variants, alpha=alpha)}
@@ -142,12 +154,13 @@ def _cells(corr: Corr, prompt: Corr | None, n: int, prompt_note: str | None) -> 
     }
 
 
-def bon_gain_differences(
+def downstream_gain_differences(
     study: StudyTable, *, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0
 ) -> dict[str, dict[str, Any]]:
-    """Per BoN gain column: do the RMs' gains differ beyond prompt noise? (paired bootstrap).
+    """Per BoN and PPO gain column: do the RMs' gains differ beyond prompt noise? (paired bootstrap).
 
-    For each ``bon/<setting>/gain@k`` column whose RMs all have per-prompt results: the highest and
+    For each ``bon/<setting>/gain@k`` or ``ppo/<setting>/gain`` column whose RMs all have per-prompt
+    results (PPO: every policy is evaluated on the same held-out prompts): the highest and
     lowest gain, their difference with its CI, how many RM pairs differ beyond the CI, and the
     Friedman test over prompts (see :func:`~rlexp.analysis.bootstrap.gain_differences`). A column
     without per-prompt results, or with fewer than 2 RMs, gets ``note`` instead.
@@ -156,14 +169,15 @@ def bon_gain_differences(
     out: dict[str, dict[str, Any]] = {}
     cache: dict[str, pd.DataFrame] = {}
     for col in downstream_columns(table.columns):
-        k = _bon_k(col)
-        if k is None:
+        kind = _gain_column(col)
+        if kind is None:
             continue
+        k = kind[1]
         rms = [str(r) for r in pd.to_numeric(table[col], errors="coerce").dropna().index]
         if len(rms) < 2:
             out[col] = {"note": f"fewer than 2 RMs with a gain (n={len(rms)})"}
             continue
-        matrix, note = _per_prompt_matrix(study.context.per_prompt.get(col, {}), rms, k, cache)
+        matrix, note = per_prompt_matrix(study.context.per_prompt.get(col, {}), rms, k, cache)
         if matrix is None or n_boot < 1:
             out[col] = {"note": note or "n_boot=0: no bootstrap"}
             continue

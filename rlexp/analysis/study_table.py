@@ -3,7 +3,7 @@
 :class:`StudyTable` is what :func:`rlexp.analysis.table.build_table` returns: ``frame`` (one row
 per RM, see :mod:`rlexp.analysis.columns`) and ``context`` (:class:`StudyContext`: which record
 filled which cell, what was superseded or is missing, the BoN curves, per-prompt result files,
-...). The correlate task adds the statistics computed on the table (``bon_differences``,
+...). The correlate task adds the statistics computed on the table (``gain_differences``,
 ``headline``) and the report the settings and library versions; ``context.json`` is
 :meth:`StudyContext.to_json`, and :meth:`StudyContext.from_json` reads it back so a study can be
 re-rendered from its files alone.
@@ -127,7 +127,8 @@ class StudyContext:
     bon_groups: dict[str, dict[str, BonGroups]] = field(default_factory=dict)  # setting -> rm -> groups
     records: list[RecordLine] = field(default_factory=list)
     #: Per BoN gain column: do the RMs' gains differ (correlation_table.bon_gain_differences).
-    bon_differences: dict[str, dict[str, Any]] | None = None
+    gain_differences: dict[str, dict[str, Any]] | None = None
+    ppo_lineage: dict[str, dict[str, Any]] | None = None  # PPO column -> same vs other lineage gains
     headline: dict[str, Any] | None = None  # page one's numbers (headline.summarise)
     versions: dict[str, str] | None = None  # library -> version, when the outputs were written
     settings: dict[str, Any] | None = None  # the correlate statistics settings the outputs used

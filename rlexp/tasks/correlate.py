@@ -14,9 +14,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from rlexp.analysis.correlation_table import bon_gain_differences, correlation_table, summary
+from rlexp.analysis.correlation_table import correlation_table, downstream_gain_differences, summary
 from rlexp.analysis.headline import summarise
 from rlexp.analysis.ndcg import ndcg_variants
+from rlexp.analysis.ppo_lineage import lineage_gains
 from rlexp.analysis.records import collect
 from rlexp.analysis.report import write_outputs
 from rlexp.analysis.study_table import StudyTable
@@ -64,9 +65,11 @@ def _settings(cfg: DictConfig) -> dict[str, Any]:
 def _correlate(ctx: RunContext, study: StudyTable, settings: dict[str, Any]) -> dict[str, Any]:
     corr = correlation_table(study, n_boot=settings["n_boot"], alpha=settings["alpha"], seed=settings["seed"],
                              ndcg=settings["ndcg"], boot_subsets=settings["boot_subsets"])
-    differences = bon_gain_differences(study, n_boot=settings["n_boot"], alpha=settings["alpha"], seed=settings["seed"])
+    differences = downstream_gain_differences(study, n_boot=settings["n_boot"], alpha=settings["alpha"], seed=settings["seed"])
     context = study.context
-    context.bon_differences = differences
+    context.gain_differences = differences
+    context.ppo_lineage = lineage = lineage_gains(study, controls=settings["controls"], n_boot=settings["n_boot"],
+                                                  alpha=settings["alpha"], seed=settings["seed"])
     context.headline = headline = summarise(study, corr, prb_mode=settings["headline_prb_mode"],
                                             controls=settings["controls"], alpha=settings["alpha"])
     paths = write_outputs(ctx.work_dir, study, corr, {k: v for k, v in settings.items() if k != "ndcg"})
@@ -85,7 +88,7 @@ def _correlate(ctx: RunContext, study: StudyTable, settings: dict[str, Any]) -> 
     ctx.info.update({"selection": context.selection, "duplicates": context.duplicates,
                      "missing": context.missing, "warnings": context.warnings})
     prb_column = next((b for b in headline["spec"]["benchmarks"] if b.startswith("prb/")), None)
-    return {**summary(study, corr, prb_column), "bon_differences": differences,
+    return {**summary(study, corr, prb_column), "gain_differences": differences, "ppo_lineage": lineage,
             "headline": [{k: r[k] for k in ("benchmark", "downstream", "n", "spearman", "pvalue", "ndcg",
                                             "ndcg_normalised", "ndcg_null_p", "verdict")} for r in headline["rows"]]}
 

@@ -20,6 +20,8 @@ import time
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp import inputs
@@ -233,6 +235,11 @@ def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str
     judged = _judge_pools(cfg, before, after, prompts, reward, rm_id)
     gain = judged["gold_after"] - judged["gold_before"]
     lo, hi = bootstrap_ci(gain, n_boot=cfg.n_boot, seed=cfg.seed)
+    # Per prompt, so that correlate can compare RMs paired over the same prompts (and lineages).
+    per_prompt = ctx.work_dir / "per_prompt.parquet"
+    pq.write_table(pa.table({"prompt_id": [p.prompt_id for p in prompts], "gold_before": judged["gold_before"],
+                             "gold_after": judged["gold_after"], "gain": gain}), per_prompt)
+    ctx.add_artifact("per_prompt", per_prompt)
     ctx.info.update({"policy_lineage": policy_lineage, "rm": {"id": rm_id, "lineage": rm_lineage},
                      "lineage_match": same_lineage, "eval_pool": after.id, "baseline_pool": before.id,
                      "judge": judged["judge"], "algorithm": cfg.algorithm})

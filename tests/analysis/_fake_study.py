@@ -89,6 +89,18 @@ def _per_prompt(store: Store, rid: str, rng: np.random.Generator, gain16: float,
     return curve, store.relative(folder / "per_prompt.parquet")
 
 
+def _ppo_per_prompt(store: Store, rid: str, rng: np.random.Generator, gain: float, n_prompts: int = 24) -> str:
+    """Per-prompt PPO gains whose mean is ``gain`` (as the ppo task writes them)."""
+    noise = rng.normal(0, 0.05, n_prompts)
+    before = rng.uniform(0.2, 0.6, n_prompts)
+    per = gain + noise - noise.mean()
+    folder = store.artifact_dir("ppo", rid)
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"prompt_id": [f"q{i:03d}" for i in range(n_prompts)], "gold_before": before,
+                             "gold_after": before + per, "gain": per}), folder / "per_prompt.parquet")
+    return store.relative(folder / "per_prompt.parquet")
+
+
 def by_group(i: int) -> dict[str, Any]:
     """A general BoN record's per-kind gains (RM ``i``): fact gains grow with i, math ones shrink."""
     g = 0.01 * (i + 1)
@@ -177,7 +189,9 @@ def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: s
             exp[f"bon/{prompts}/ngain@16"] = curve["16"]["normalised_gain"]
             match = lineage == POLICY
             gain = 0.4 * q - (0.0 if match else 0.12) + rng.normal(0, 0.01)
+            pid = content_hash({"task": "ppo", "key": ("ppo", experiment, tag, i, prompts)})
             study.add(_record("ppo", ("ppo", experiment, tag, i, prompts), clock, experiment=experiment,
+                              artifacts={"per_prompt": _ppo_per_prompt(store, pid, rng, gain)},
                               config={"rm": rid, "prompts": {"name": prompts}, "algorithm": "ppo",
                                       "model": {"lineage": POLICY}},
                               inputs={"policy": "pol", "rm": rid, "train_prompts": f"t-{prompts}",

@@ -182,7 +182,7 @@ def test_report_says_whether_bon_gains_differ_beyond_prompt_noise() -> None:
     study = build_table(collect(store, experiment=EXP))
     table = study.frame
     col = "bon/personalized/gain@16"
-    d = record.metrics["bon_differences"][col]
+    d = record.metrics["gain_differences"][col]
     gains = pd.to_numeric(table[col], errors="coerce").dropna()
     assert d["rms"] == len(gains) and d["pairs"] == len(gains) * (len(gains) - 1) // 2
     assert d["best"]["gain"] == pytest.approx(gains.max()) and d["worst"]["gain"] == pytest.approx(gains.min())
@@ -190,7 +190,7 @@ def test_report_says_whether_bon_gains_differ_beyond_prompt_noise() -> None:
     assert d["difference_ci"][0] <= d["difference"] <= d["difference_ci"][1]
     assert 0 <= d["pairs_separated"] <= d["pairs"]
     text = (_outputs(store, record) / "report.md").read_text()
-    section = text.split("### Do Best-of-N gains differ across RMs?", 1)[1].split("\n### ", 1)[0]
+    section = text.split("### Do downstream gains differ across RMs?", 1)[1].split("\n### ", 1)[0]
     ci = d["difference_ci"]
     assert f"| {col} | {d['best']['label']} {fmt_num(d['best']['gain'])} |" in section
     assert f"{fmt_num(d['difference'])} [{fmt_num(ci[0])}, {fmt_num(ci[1])}]" in section
@@ -375,3 +375,32 @@ def test_benchmark_comparison_table_ranks_every_benchmark_per_downstream() -> No
     assert names.index("Chatbot Arena-Personalized (history)") < names.index("PRISM-Personalized (history)")
     _check_png(out / "fig_benchmark_ranking.png")
     assert "fig_benchmark_ranking.png" in section
+
+
+def test_report_compares_same_and_other_lineage_ppo_gains() -> None:
+    cfg = _cfg(f"select_experiment={EXP}", "n_boot=200")
+    store = _store(cfg)
+    build(store)
+    record = run(cfg)
+    table = build_table(collect(store, experiment=EXP)).frame
+    text = (_outputs(store, record) / "report.md").read_text()
+    for col in ("ppo/personalized/gain", "ppo/general/gain"):
+        d = record.metrics["ppo_lineage"][col]
+        setting = col.rsplit("/", 1)[0]
+        kept = table[~table["mix"].isin(["flipped"])]  # the study's control mix is left out
+        gains = pd.to_numeric(kept[col], errors="coerce")
+        same = gains[kept[f"{setting}/lineage_match"].astype(bool)]
+        other = gains[~kept[f"{setting}/lineage_match"].astype(bool)]
+        assert sorted(d["same"]["rms"]) == sorted(map(str, same.index)) and len(same) >= 1 and len(other) >= 1
+        # Per-prompt gains average to each RM's gain, so the group means are the means of the RMs' gains.
+        assert d["same"]["gain"] == pytest.approx(same.mean()) and d["other"]["gain"] == pytest.approx(other.mean())
+        assert d["difference"] == pytest.approx(same.mean() - other.mean())
+        for g in (d["same"], d["other"]):
+            assert g["ci"][0] <= g["gain"] <= g["ci"][1]
+        # The fake study's other-lineage RMs lose 0.12: the paired CI sees it.
+        assert d["difference_ci"][0] > 0
+        # The PPO columns are in the differences table too (paired over the held-out prompts).
+        assert record.metrics["gain_differences"][col]["rms"] == pd.to_numeric(table[col], errors="coerce").notna().sum()
+    section = text.split("### PPO: an RM of the policy's lineage vs one of another lineage", 1)[1].split("\n### ", 1)[0]
+    d = record.metrics["ppo_lineage"]["ppo/general/gain"]
+    assert f"| ppo/general/gain | {fmt_num(d['same']['gain'])} [{fmt_num(d['same']['ci'][0])}, " in section
