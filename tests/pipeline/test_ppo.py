@@ -104,10 +104,13 @@ def test_ppo_record_and_trained_policy(world: Path, rms: dict[str, str]) -> None
     assert pool.metrics["samples"] == 16
 
 
-class BulletedListReward:
-    """A verifiable, user-blind reward: 1 for a bulleted list (the sandbox format checker), else 0."""
+class ProseReward:
+    """A verifiable, user-blind reward: 1 for flowing prose (the sandbox format checker), else 0.
 
-    name = "bulleted-list"
+    Prose, because the sandbox policy starts from bulleted lists on about two thirds of its samples
+    (most users state them), which leaves a bulleted reward little room to rise."""
+
+    name = "prose"
 
     def __init__(self) -> None:
         from rlexp.scorer import ScoreStats
@@ -118,7 +121,7 @@ class BulletedListReward:
         from rlexp.sandbox.aspects import dimension_state
 
         self.stats.items += len(items)
-        return np.asarray([float(dimension_state("format", it.response) == 0) for it in items])
+        return np.asarray([float(dimension_state("format", it.response) == 1) for it in items])
 
 
 @pytest.mark.slow
@@ -141,19 +144,20 @@ def test_default_ppo_settings_learn_an_easy_reward(world: Path) -> None:
     policy_path, _, _ = inputs.policy(cfg)
     prompts, _ = inputs.prompt_set(cfg, split="train")
     tok = load_tokenizer(policy_path, padding_side="left")
-    reward = BulletedListReward()
-    module = adapter.reward_module(reward, tok, prompts, cfg.sampling.profile_k)
+    reward = ProseReward()
+    view = (cfg.sampling.profile_k, cfg.sampling.policy_profile)
+    module = adapter.reward_module(reward, tok, prompts, view[0], profile=view[1])
     args = adapter.ppo_config(str(world / "ppo_easy_reward"), _settings(cfg, "none", bf16=False, use_cpu=True))
     policy = load_causal_lm(policy_path)
     value = load_reward_model(policy_path, init_head=True)
     value.config.pad_token_id = tok.pad_token_id
     _, _, metrics, curves = adapter.train_ppo(
         args=args, tokenizer=tok, policy=policy, ref_policy=copy.deepcopy(policy), value_model=value,
-        reward_model=module, dataset=adapter.tokenise_prompts(tok, prompts, cfg.sampling.profile_k))
+        reward_model=module, dataset=adapter.tokenise_prompts(tok, prompts, *view))
     scores = curves["objective/scores"]
     assert len(scores) == 16 and metrics["steps"] == 16
     first, last = float(np.mean(scores[:4])), float(np.mean(scores[-4:]))
-    print("bulleted share of rollouts: first 4 updates", first, "last 4", last, "entropy", curves["objective/entropy"])
+    print("prose share of rollouts: first 4 updates", first, "last 4", last, "entropy", curves["objective/entropy"])
     assert last >= first + 0.2 and last >= 0.7
     assert np.mean(curves["val/num_eos_tokens"][-4:]) > 0  # still answers that end, not a run-on
 
