@@ -36,8 +36,8 @@ from rlexp.downstream.vllm_sampler import VLLMSampler
 from rlexp.errors import ConfigError
 
 # The sandbox worlds and data references live in worlds.py; tasks reach them through this package.
+from rlexp.inputs import worlds
 from rlexp.inputs.worlds import comparison_world as comparison_world
-from rlexp.inputs.worlds import data_ref as data_ref
 from rlexp.inputs.worlds import is_sandbox_ref as is_sandbox_ref
 from rlexp.inputs.worlds import sandbox_record as sandbox_record
 from rlexp.inputs.worlds import sandbox_world as sandbox_world
@@ -59,6 +59,18 @@ from rlexp.scoring.judges import PairwiseJudge, RMGoldJudge, SandboxJudge
 from rlexp.scoring.suite_grader import PreferenceJudge, RMPreference, SuiteGraderJudge
 from rlexp.store import Record, Store, content_hash
 from rlexp.suite.loading import load_suite, task_settings
+
+
+def data_ref(ref: str, cfg: DictConfig) -> tuple[str, str | None]:
+    """A data reference as a loadable path/hub id, plus the record id it came from: ``sandbox:<name>``
+    (a file of the sandbox world), ``policy:<model preset>`` (on-policy pairs, :mod:`.on_policy`), or
+    a local path / hub id (returned unchanged, no record)."""
+    from rlexp.inputs import on_policy  # it builds on sample() and pool_scores() below
+
+    if on_policy.is_on_policy_ref(ref):
+        return on_policy.on_policy_pairs(ref, cfg)
+    return worlds.data_ref(ref, cfg)
+
 
 # --- lineages and policies ----------------------------------------------------------------------
 

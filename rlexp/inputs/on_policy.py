@@ -1,0 +1,111 @@
+"""Preference pairs of the policy's own kind: its samples on *train* prompts, labelled by the gold judges.
+
+The data source ``policy:<model preset>`` (e.g. ``policy:tiny_llama``, usable in any mix) is built
+on first use: the preset's instruct policy samples :data:`SAMPLES` answers for every prompt of the
+sandbox's personalized and general *train* splits (PPO's training prompts, disjoint from every eval
+prompt by the world's registry), the gold judge of each set scores them, and every prompt whose best
+and worst samples differ by at least :data:`MIN_MARGIN` gives one pair: the best sample chosen, the
+worst rejected. With probability :data:`LABEL_NOISE` (seeded per prompt) the labels are swapped, as
+in real preference data, where annotators disagree. Real RM training mixes on-policy samples in this
+way, so that the RM learns to tell apart the policy's own texts rather than template pairs only.
+
+The pairs are a store record (task ``on_policy``) whose inputs are the pools and their gold scores,
+so the pools are shared with any BoN or PPO run that samples the same prompts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from omegaconf import DictConfig, OmegaConf
+
+from rlexp import inputs
+from rlexp.data.schemas import PAIRS_ARROW_SCHEMA, PromptItem
+from rlexp.downstream.pool_scoring import pool_matrix
+from rlexp.errors import ConfigError
+from rlexp.runtime import RunContext, compose_task, execute
+from rlexp.scoring.factory import judge_key
+from rlexp.store import Store
+
+PREFIX = "policy:"
+SAMPLES = 4
+MIN_MARGIN = 0.25
+LABEL_NOISE = 0.1
+PROMPT_SETS = ("personalized", "general")
+
+
+def is_on_policy_ref(ref: str) -> bool:
+    """True for a ``policy:<model preset>`` data source."""
+    return str(ref).startswith(PREFIX)
+
+
+def _pool_cfg(cfg: DictConfig, preset: str, prompt_set: str) -> DictConfig:
+    """A Best-of-N config naming the source's pool (the train split) and gold judge, in the caller's
+    store and world; its ``rm`` is never used."""
+    keep = [f"paths.{k}={v}" for k, v in OmegaConf.to_container(cfg.paths, resolve=True).items()]
+    world = [f"sandbox.{k}={cfg.sandbox[k]}" for k in ("seed", "difficulty")] if "sandbox" in cfg else []
+    return compose_task("bon", ["logger=none", f"progress={str(bool(cfg.get('progress', False))).lower()}",
+                                f"runtime.threads={cfg.runtime.threads}", *keep, *world, f"model={preset}",
+                                f"prompts={prompt_set}", "prompts.split=train", f"sampling.n={SAMPLES}",
+                                "rm=unused"])
+
+
+def _pairs(prompts: list[PromptItem], texts: list[list[str]], gold: np.ndarray, source: str) -> list[dict[str, Any]]:
+    rows = []
+    for item, row, scores in zip(prompts, texts, gold, strict=True):
+        kept = [j for j, text in enumerate(row) if text.strip()]  # an empty sample is no answer to prefer
+        if len(kept) < 2:
+            continue
+        best = max(kept, key=lambda j: scores[j])
+        worst = min(kept, key=lambda j: scores[j])
+        if scores[best] - scores[worst] < MIN_MARGIN:
+            continue
+        chosen, rejected = row[best], row[worst]
+        if random.Random(f"{source}:{item.prompt_id}").random() < LABEL_NOISE:
+            chosen, rejected = rejected, chosen
+        rows.append({"id": f"{source}/{item.prompt_id}", "prompt": item.prompt, "chosen": chosen, "rejected": rejected,
+                     "source": source, "profile": [dataclasses.asdict(p) for p in item.profile], "rubric_aspects": [],
+                     "narrative": ""})
+    return rows
+
+
+def on_policy_pairs(ref: str, cfg: DictConfig) -> tuple[str, str]:
+    """The pairs file of ``policy:<model preset>`` and its record id, built on first use."""
+    preset = str(ref)[len(PREFIX):]
+    if not preset:
+        raise ConfigError(f"data source {ref!r}: name a model preset, e.g. policy:tiny_llama")
+    parts, ids = [], {}
+    for name in PROMPT_SETS:
+        scfg = _pool_cfg(cfg, preset, name)
+        if not str(scfg.prompts.source).startswith("sandbox:"):
+            raise ConfigError(f"data source {ref!r}: on-policy pairs need the sandbox's {name} prompts and gold judges")
+        pool, prompts = inputs.pool(scfg)
+        gold, gold_id = inputs.pool_scores(scfg, pool_record=pool, prompts=prompts, scorer_key=judge_key(scfg.judge, name),
+                                           make_scorer=lambda c=scfg, k=name: inputs.gold_judge(c, k), role="gold")
+        texts, _ = pool_matrix(str(Store(scfg.paths.store).resolve(pool.artifacts["pool"])), prompts)
+        parts.append((name, prompts, texts, gold))
+        ids.update({f"pool/{name}": pool.id, f"gold/{name}": gold_id})
+
+    def body(ctx: RunContext) -> dict[str, Any]:
+        rows, counts = [], {}
+        for name, prompts, texts, gold in parts:
+            got = _pairs(prompts, texts, gold, f"on_policy_{name}")
+            rows += got
+            counts[name] = {"prompts": len(prompts), "pairs": len(got)}
+        path = ctx.work_dir / "pairs.parquet"
+        pq.write_table(pa.Table.from_pylist(rows, schema=PAIRS_ARROW_SCHEMA), path)
+        ctx.add_artifact("pairs", path)
+        ctx.info["counts"] = counts
+        return {"pairs": len(rows), "label_noise": LABEL_NOISE, "min_margin": MIN_MARGIN, "samples": SAMPLES}
+
+    sub = OmegaConf.create({"paths": OmegaConf.to_container(cfg.paths, resolve=True), "logger": {"kind": "none"},
+                            "runtime": OmegaConf.to_container(cfg.runtime, resolve=True),
+                            "progress": cfg.get("progress", True), "source": str(ref),
+                            "settings": {"samples": SAMPLES, "min_margin": MIN_MARGIN, "label_noise": LABEL_NOISE}})
+    record = execute("on_policy", sub, body, inputs=ids)
+    return str(Store(cfg.paths.store).resolve(record.artifacts["pairs"])), record.id
