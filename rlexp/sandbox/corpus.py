@@ -29,7 +29,7 @@ from rlexp.sandbox.knobs import Knobs
 from rlexp.sandbox.personal import answer_content, random_style, render_styled
 from rlexp.sandbox.planner import format_plan, infer_aspects
 from rlexp.sandbox.render import render
-from rlexp.sandbox.render_content import make_content
+from rlexp.sandbox.render_content import Content, make_content
 from rlexp.sandbox.sites import SITES
 from rlexp.sandbox.splits import PromptRegistry, draw_question, draw_task
 from rlexp.sandbox.users import SandboxUser
@@ -112,7 +112,7 @@ def sft_pairs(kb: KnowledgeBase, knobs: Knobs, rng: random.Random, registry: Pro
     return rows
 
 
-def _following(content: object, titles: list[str], knobs: Knobs, rng: random.Random) -> str:
+def _following(content: Content, titles: list[str], knobs: Knobs, rng: random.Random) -> str:
     """An answer in a random style except on the stated aspects, which it meets (checked; the last
     draw is kept when faint cues defeat every try).
 
@@ -123,7 +123,7 @@ def _following(content: object, titles: list[str], knobs: Knobs, rng: random.Ran
     text = ""
     for _ in range(_RENDER_TRIES):
         style = random_style(rng) | {p.dim: p.side for p in poles}
-        text = render_styled(content, style, knobs, rng)  # type: ignore[arg-type]
+        text = render_styled(content, style, knobs, rng)
         if all(p.check(text) for p in poles):
             break
     return text
@@ -140,7 +140,7 @@ def planned_sft(users: list[SandboxUser], knobs: Knobs, rng: random.Random, regi
         content = answer_content(q, site, rng)
         follow = bool(titles) and rng.random() < PLAN_FOLLOW_SHARE
         answer = _following(content, titles, knobs, rng) if follow else render_styled(content, random_style(rng), knobs, rng)
-        # Rendered as sampling renders it (scoring.planner.sandbox_planner is this planner).
-        turn = rm_user_turn(q, user.profile, "planner", k=DEFAULT_K, planner=lambda _q, posts: format_plan(infer_aspects(posts)))
+        # Rendered as sampling renders it: the same top posts, planned as scoring.planner.sandbox_planner does.
+        turn = rm_user_turn(q, user.profile, "planner", k=DEFAULT_K, planner=lambda _q, _posts, t=titles: format_plan(t))
         rows.append((turn, answer, SYSTEM_PERSONALIZED))
     return rows
