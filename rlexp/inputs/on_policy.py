@@ -56,6 +56,7 @@ def _pool_cfg(cfg: DictConfig, preset: str, prompt_set: str) -> DictConfig:
 
 
 def _pairs(prompts: list[PromptItem], texts: list[list[str]], gold: np.ndarray, source: str) -> list[dict[str, Any]]:
+    """One (best, worst) pair per prompt whose non-empty samples differ enough in gold, some labels swapped."""
     rows = []
     for item, row, scores in zip(prompts, texts, gold, strict=True):
         kept = [j for j, text in enumerate(row) if text.strip()]  # an empty sample is no answer to prefer
