@@ -186,6 +186,13 @@ class GainDifferences:
         return int(np.triu(self.separated(), k=1).sum())
 
 
+def prompt_draws(n_prompts: int, n_boot: int, seed: int) -> np.ndarray:
+    """``[n_boot, n_prompts]`` prompt indices drawn with replacement: one paired resample per row,
+    applied to every RM's (or group's) per-prompt gains alike so their differences keep the shared
+    prompt noise out."""
+    return np.random.default_rng(seed).integers(0, n_prompts, size=(n_boot, n_prompts))
+
+
 def gain_differences(
     per_prompt: np.ndarray, n_boot: int = 1000, seed: int = 0, alpha: float = 0.05
 ) -> GainDifferences:
@@ -210,7 +217,7 @@ def gain_differences(
     if bad.size:
         raise DataError(f"per_prompt: non-finite gain for RM {int(bad[0][0])}, prompt {int(bad[0][1])}")
     means = matrix.mean(axis=1)
-    idx = np.random.default_rng(seed).integers(0, matrix.shape[1], size=(n_boot, matrix.shape[1]))
+    idx = prompt_draws(matrix.shape[1], n_boot, seed)
     boot = matrix[:, idx].mean(axis=2)  # [M, n_boot]
     pairs = boot[:, None, :] - boot[None, :, :]  # [M, M, n_boot]
     lo, hi = np.quantile(pairs, [alpha / 2.0, 1.0 - alpha / 2.0], axis=2)

@@ -42,7 +42,7 @@ def _bon_k(column: str) -> int | None:
     return int(m["stat"][5:]) if m and m["task"] == "bon" and m["stat"].startswith("gain@") else None
 
 
-def _gain_column(column: str) -> tuple[str, int | None] | None:
+def gain_column(column: str) -> tuple[str, int | None] | None:
     """("bon", k) for a ``bon/<setting>/gain@<k>`` column, ("ppo", None) for ``ppo/<setting>/gain``."""
     k = _bon_k(column)
     if k is not None:
@@ -169,7 +169,7 @@ def downstream_gain_differences(
     out: dict[str, dict[str, Any]] = {}
     cache: dict[str, pd.DataFrame] = {}
     for col in downstream_columns(table.columns):
-        kind = _gain_column(col)
+        kind = gain_column(col)
         if kind is None:
             continue
         k = kind[1]

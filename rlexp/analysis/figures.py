@@ -33,22 +33,13 @@ from rlexp.analysis.correlation import spearman
 from rlexp.analysis.ndcg import ndcg_null
 from rlexp.analysis.plot_style import RMStyle, legend_handles, place_labels, rm_styles
 from rlexp.analysis.study_table import StudyContext, StudyTable
-from rlexp.analysis.values import is_missing
+from rlexp.analysis.values import is_missing, lineage_flag
 from rlexp.errors import DataError
 
 FIGURES: tuple[str, ...] = ("fig_scatter", "fig_ndcg_bars", "fig_subset_pearson", "fig_bon_curves", "fig_ppo_lineage",
                             "fig_benchmark_ranking")
 FORMATS: tuple[str, ...] = ("png", "pdf")
 _PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
-
-
-def _truth(v: Any) -> bool | None:
-    """A lineage-match cell (bool, or "True"/"False" read back from CSV) as True/False/None."""
-    if is_missing(v) or v == "":
-        return None
-    if isinstance(v, str):
-        return {"true": True, "false": False}.get(v.strip().lower())
-    return bool(v)
 
 
 def _fmt(v: Any, digits: int = 2) -> str:
@@ -337,7 +328,7 @@ def fig_ppo_lineage(study: StudyTable, corr: pd.DataFrame, out_dir: Path) -> lis
                 continue
             for key, (colour, marker, name) in styles.items():
                 flags = pair[match_col] if match_col in pair else pd.Series([None] * len(pair), index=pair.index)
-                sel = pair[flags.map(lambda v, k=key: _truth(v) is k)]
+                sel = pair[flags.map(lambda v, k=key: lineage_flag(v) is k)]
                 if sel.empty:
                     continue
                 lo_hi = [cis.get(d, {}).get(rm, [None, None]) for rm in sel.index]
@@ -352,7 +343,7 @@ def fig_ppo_lineage(study: StudyTable, corr: pd.DataFrame, out_dir: Path) -> lis
                             va="bottom", fontsize=6, color="0.3")
             rho = _value(corr, b, d, "spearman")
             text = f"ρ all={_fmt(rho)} (n={len(pair)})"
-            match = pair[match_col].map(_truth) if match_col in pair else pd.Series([None] * len(pair), index=pair.index)
+            match = pair[match_col].map(lineage_flag) if match_col in pair else pd.Series([None] * len(pair), index=pair.index)
             same = pair[match.map(lambda v: v is True)]
             if len(same) >= 2:
                 text += f"\nρ same lineage={_fmt(spearman(same[b], same[d]).value)} (n={len(same)})"

@@ -14,15 +14,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rlexp.analysis.columns import DOWNSTREAM_RE, downstream_columns
-from rlexp.analysis.correlation_table import per_prompt_matrix
+from rlexp.analysis.bootstrap import prompt_draws
+from rlexp.analysis.columns import downstream_columns
+from rlexp.analysis.correlation_table import gain_column, per_prompt_matrix
 from rlexp.analysis.study_table import StudyTable
-
-
-def _truth(value: Any) -> bool | None:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return None
-    return str(value).lower() == "true"
+from rlexp.analysis.values import lineage_flag
 
 
 def _interval(boot: np.ndarray, alpha: float) -> list[float]:
@@ -37,15 +33,14 @@ def lineage_gains(study: StudyTable, *, controls: Sequence[str] = (), n_boot: in
     table = study.frame
     out: dict[str, dict[str, Any]] = {}
     for col in downstream_columns(table.columns):
-        m = DOWNSTREAM_RE.match(col)
-        if not m or m["task"] != "ppo" or m["stat"] != "gain":
+        if gain_column(col) != ("ppo", None):
             continue
         match_col = col.rsplit("/", 1)[0] + "/lineage_match"
         gains = pd.to_numeric(table[col], errors="coerce")
         keep = gains.notna()
         if "mix" in table:
             keep &= ~table["mix"].astype(str).isin([str(c) for c in controls])
-        match = table[match_col].map(_truth) if match_col in table else pd.Series(None, index=table.index)
+        match = table[match_col].map(lineage_flag) if match_col in table else pd.Series(None, index=table.index)
         groups = {name: [str(r) for r in table.index[keep & match.map(lambda v, f=flag: v is f)]]
                   for name, flag in (("same", True), ("other", False))}
         if not groups["same"] or not groups["other"]:
@@ -58,7 +53,7 @@ def lineage_gains(study: StudyTable, *, controls: Sequence[str] = (), n_boot: in
             continue
         n_same = len(groups["same"])
         same, other = matrix[:n_same].mean(axis=0), matrix[n_same:].mean(axis=0)
-        idx = np.random.default_rng(seed).integers(0, matrix.shape[1], size=(n_boot, matrix.shape[1]))
+        idx = prompt_draws(matrix.shape[1], n_boot, seed)
         boot_same, boot_other = same[idx].mean(axis=1), other[idx].mean(axis=1)
         out[col] = {
             "prompts": int(matrix.shape[1]), "n_boot": n_boot, "controls_excluded": [str(c) for c in controls],

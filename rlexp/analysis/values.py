@@ -19,6 +19,15 @@ def is_missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
+def lineage_flag(v: Any) -> bool | None:
+    """A lineage-match cell (bool, or "True"/"False" read back from CSV) as True/False/None."""
+    if is_missing(v) or v == "":
+        return None
+    if isinstance(v, str):
+        return {"true": True, "false": False}.get(v.strip().lower())
+    return bool(v)
+
+
 def none_if_missing(v: Any) -> Any:
     """``v``, or None when it is missing (NaN read back from a CSV becomes None, as JSON wants)."""
     return None if is_missing(v) else v
