@@ -5,8 +5,10 @@ the extra benchmarks, e.g. PRB's comparison sets);
 one pool per (policy, prompt set) -> bon for every RM; ppo for a configured subset of RMs (plus
 the gold judge as an upper bound); then correlate. Every step is a task run with its record, so
 a killed study resumes where it stopped, a finished one only re-renders, and adding an RM costs
-that RM's steps. Steps of a stage run in parallel processes (joblib, ``study.n_jobs``) with
-``runtime.threads`` torch threads each; a failed step is reported and does not stop the others.
+that RM's steps. A step runs as soon as the records it names exist (:mod:`rlexp.job_graph`: no
+barrier between lineages, RMs, evaluation and downstream), in ``study.n_jobs`` worker processes with
+``runtime.threads`` torch threads each; a failed step is reported, and only the steps that need its
+record are skipped.
 """
 
 from __future__ import annotations
@@ -18,16 +20,18 @@ import logging
 import os
 import time
 import traceback
+from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-from joblib import Parallel, delayed
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp import inputs
 from rlexp.config import CONF_DIR
 from rlexp.config.tasks import StudyGrid
 from rlexp.errors import ConfigError, RlexpError
+from rlexp.job_graph import Job, Result, run_jobs
 from rlexp.runtime import compose_task, hydra_entry, one_line
 from rlexp.scoring.factory import check_gold_judge
 from rlexp.store import Record, Store, content_hash
@@ -45,7 +49,7 @@ class Step:
     ``compose`` names the task whose config is composed when it differs: a lineage step reads the
     model settings of a ``train_rm`` config, a pool step samples the pool of a ``bon`` or ``ppo``
     config. Composition happens in the worker: it costs about 0.3 s of Hydra work per step, which in
-    the main process left both workers idle between stages.
+    the main process would leave both workers idle.
     """
 
     task: str
@@ -57,8 +61,8 @@ class Step:
         return compose_task(self.compose or self.task, self.overrides)
 
 
-def _run_step(step: Step, threads: int) -> tuple[str, str | None, str | None]:
-    """(key, record id, error). Runs in a worker process or in-process."""
+def _run_step(step: Step, threads: int) -> Result:
+    """(record id, error). Runs in a worker process or in-process."""
     if threads > 0:
         os.environ["OMP_NUM_THREADS"] = str(threads)
         import torch  # only now: OMP_NUM_THREADS must be set before torch starts its pool
@@ -67,18 +71,18 @@ def _run_step(step: Step, threads: int) -> tuple[str, str | None, str | None]:
     try:
         cfg = step.config()
         if step.task == "lineage":
-            return step.key, inputs.lineage(cfg).record_id, None
+            return inputs.lineage(cfg).record_id, None
         if step.task == "pool":  # the pool a bon/ppo config reads
-            return step.key, inputs.pool(cfg)[0].id, None
+            return inputs.pool(cfg)[0].id, None
         # Tasks are imported by name: the study runs whichever task a step names.
         module = importlib.import_module(f"rlexp.tasks.{step.task}")
         record = module.run(cfg)
-        return step.key, record.id, None
+        return record.id, None
     except RlexpError as exc:
-        return step.key, None, one_line(exc)
+        return None, one_line(exc)
     except Exception as exc:  # a failed step must not stop the study
         tb = traceback.format_exc(limit=3).strip().splitlines()
-        return step.key, None, f"{type(exc).__name__}: {one_line(exc)} ({tb[-2].strip() if len(tb) > 1 else ''})"
+        return None, f"{type(exc).__name__}: {one_line(exc)} ({tb[-2].strip() if len(tb) > 1 else ''})"
 
 
 def _fingerprint() -> str:
@@ -135,33 +139,6 @@ class StepLedger:
         os.replace(tmp, self.path)
 
 
-def _run_stage(name: str, steps: list[Step], n_jobs: int, threads: int,
-               ledger: StepLedger | None = None) -> dict[str, tuple[str | None, str | None]]:
-    start = time.time()
-    if not steps:
-        return {}
-    known = {s.key: rid for s in steps if ledger is not None and (rid := ledger.cached(s))}
-    todo = [s for s in steps if s.key not in known]
-    log.info("study: stage %s, %d step(s), %d of them done before", name, len(steps), len(known))
-    results = [(key, rid, None) for key, rid in known.items()]
-    if todo:
-        # Fail fast on the overrides every step of the stage shares (a bad study.overrides value); a
-        # bad grid value fails only its own steps, which are reported.
-        todo[0].config()
-    if n_jobs > 1 and len(todo) > 1:
-        results += Parallel(n_jobs=min(n_jobs, len(todo)), backend="loky")(delayed(_run_step)(s, threads) for s in todo)
-    else:
-        results += [_run_step(s, threads) for s in todo]
-    out = {key: (rid, err) for key, rid, err in results}
-    if ledger is not None:
-        ledger.remember(todo, out)
-    failed = {k: e for k, (_, e) in out.items() if e}
-    for key, err in failed.items():
-        log.error("study: %s failed: %s", key, err)
-    log.info("study: stage %s done in %.1fs (%d failed)", name, time.time() - start, len(failed))
-    return out
-
-
 def study_seeds(grid: DictConfig | StudyGrid, default: int) -> list[int]:
     """The training seeds of the grid: ``study.seeds`` (distinct, in order) or ``[default]``."""
     if grid.seeds is None:
@@ -174,7 +151,7 @@ def study_seeds(grid: DictConfig | StudyGrid, default: int) -> list[int]:
     return seeds
 
 
-Results = dict[str, tuple[str | None, str | None]]  # step key -> (record id, error)
+Results = dict[str, Result]  # step key -> (record id, error)
 
 
 class StudyPlan:
@@ -236,80 +213,146 @@ class StudyPlan:
     def seeded(self, key: str, seed: int) -> str:
         return key if len(self.seeds) == 1 else f"{key}/s{seed}"
 
-    def stage(self, name: str, steps: list[Step]) -> Results:
-        return _run_stage(name, steps, self.n_jobs, self.threads, self.ledger)
+    def run(self, jobs: list[Job]) -> Results:
+        """Run the jobs (see :mod:`rlexp.job_graph`), logging each kind of step as it finishes."""
+        clock = _StepClock(jobs)
+        checked: set[str] = set()
+
+        def decided(step: Step) -> str | None:
+            rid = self.ledger.cached(step)
+            if rid is None and step.task not in checked:
+                # A bad shared override fails here, once, as one line, not in every worker.
+                checked.add(step.task)
+                step.config()
+            return rid
+
+        def finished(key: str, step: Step, result: Result) -> None:
+            self.ledger.remember([step], {key: result})
+            clock.finished(key, result)
+
+        results = run_jobs(jobs, partial(_run_step, threads=self.threads), self.n_jobs, decided=decided,
+                           started=clock.started, finished=finished)
+        for key, result in results.items():
+            if key not in clock.done:  # decided in the parent or never run
+                clock.finished(key, result, dispatched=False)
+        return results
 
 
-def _train_steps(plan: StudyPlan) -> list[Step]:
-    g, steps = plan.grid, []
-    # Longest first (more epochs, more work), so the stage does not end on one long job.
-    for epochs in sorted(g.epochs, reverse=True):
+class _StepClock:
+    """Logs each kind of step (lineage, train_rm, sample, evaluate, ppo, bon) when its last one ends."""
+
+    def __init__(self, jobs: list[Job]) -> None:
+        self.t0 = time.time()
+        self.left = Counter(self.kind(j.key) for j in jobs)
+        self.first: dict[str, float] = {}
+        self.ran: Counter[str] = Counter()
+        self.failed: Counter[str] = Counter()
+        self.done: set[str] = set()
+
+    @staticmethod
+    def kind(key: str) -> str:
+        return key.split("/", 1)[0]
+
+    def started(self, key: str) -> None:
+        self.first.setdefault(self.kind(key), time.time() - self.t0)
+
+    def finished(self, key: str, result: Result, dispatched: bool = True) -> None:
+        kind = self.kind(key)
+        self.done.add(key)
+        self.left[kind] -= 1
+        self.ran[kind] += dispatched
+        if result[1]:
+            self.failed[kind] += 1
+            log.error("study: %s failed: %s", key, result[1])
+        if self.left[kind] == 0 and self.ran[kind]:
+            log.info("study: %s: %d step(s) ran from %.1fs to %.1fs (%d failed)", kind, self.ran[kind],
+                     self.first.get(kind, 0.0), time.time() - self.t0, self.failed[kind])
+
+
+POOL_RM = "rm=unused"  # a pool does not depend on the RM that reads it (inputs.sample_config drops it)
+
+
+def _train_jobs(plan: StudyPlan) -> list[Job]:
+    g, jobs = plan.grid, []
+    for epochs in sorted(g.epochs, reverse=True):  # more epochs, more work: first
         for seed in plan.seeds:
             for lineage in g.lineages:
                 for mix in g.mixes:
                     key = plan.seeded(f"train_rm/{lineage}/{mix}/e{epochs:g}", seed)
                     ov = [f"model={lineage}", f"data={mix}", f"trainer.num_train_epochs={epochs}", f"profile={g.train_profile}"]
-                    steps.append(plan.step("train_rm", key, ov, seed=seed))
-    return steps
+                    step = plan.step("train_rm", key, ov, seed=seed)
+                    jobs.append(Job(key, (f"lineage/{lineage}",), lambda _ids, s=step: s))
+    return jobs
 
 
-def _downstream_steps(plan: StudyPlan, rms: dict[str, str], results: Results) -> tuple[list[Step], list[Step], list[Step]]:
-    """(bon steps, ppo steps, one reader per distinct pool); PPO picks without an RM fail in ``results``."""
+def _pool_jobs(plan: StudyPlan) -> tuple[list[Job], dict[tuple[str, str, int | None], str]]:
+    """One job per distinct pool (BoN's pool, PPO's shared baseline per seed), and which pool each
+    (task, prompt set, seed) reads: a pool depends on the policy, prompts and sampling, not on the RM."""
     g = plan.grid
-    bon_steps, ppo_steps = [], []
-    # A pool depends on the policy, the prompt set and the sampling settings, not on the RM: one
-    # step per (task, prompt set) tells which pools there are.
-    readers: dict[tuple[str, str, int | None], Step] = {}
-
-    def downstream(task: str, key: str, ps: str, ov: list[str], seed: int | None = None) -> Step:
-        new = plan.step(task, key, ov, seed=seed)
-        readers.setdefault((task, ps, seed), new)
-        return new
-
-    for key, rid in rms.items():
+    jobs: dict[str, Job] = {}
+    seen: dict[str, str] = {}  # the pool's sample config -> its job key
+    pool_of: dict[tuple[str, str, int | None], str] = {}
+    for task in ("bon", "ppo") if g.ppo else ("bon",):
+        # PPO's upper bound runs once, at the study's seed (None), beside each training seed's runs.
+        seeds: list[int | None] = [None] if task == "bon" or len(plan.seeds) == 1 else [None, *plan.seeds]
         for ps in g.prompt_sets:
-            ov = [f"rm={rid}", f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"]
-            bon_steps.append(downstream("bon", f"bon/{key}/{ps}", ps, ov))
-    for pick in g.ppo:
-        for seed in plan.seeds:
-            key = plan.seeded(f"train_rm/{pick.model}/{pick.data}/e{float(pick.epochs):g}", seed)
-            if key not in rms:
-                log.error("study: ppo pick %s has no trained RM (not in the grid or failed)", key)
-                results[f"ppo/{key}"] = (None, "no trained RM for this pick")
-                continue
-            for ps in g.prompt_sets:
-                ov = [f"rm={rms[key]}", f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"]
-                ppo_steps.append(downstream("ppo", f"ppo/{key}/{ps}", ps, ov, seed=None if len(plan.seeds) == 1 else seed))
-    if g.ppo and g.ppo_upper_bound:
-        for ps in g.prompt_sets:
+            for seed in seeds:
+                reader = plan.step(task, "", [POOL_RM, f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"],
+                                   seed=seed)
+                sample = OmegaConf.to_yaml(inputs.sample_config(reader.config()))
+                if sample not in seen:
+                    name = "pool" if task == "bon" else "ppo_baseline"
+                    key = f"sample/{g.policy}/{ps}/{name}" + ("" if seed is None else f"/s{seed}")
+                    step = Step("pool", key, reader.overrides, compose=task)
+                    jobs[key] = Job(key, (f"lineage/{g.policy}",), lambda _ids, s=step: s)
+                    seen[sample] = key
+                pool_of[(task, ps, seed)] = seen[sample]
+    return list(jobs.values()), pool_of
+
+
+def _reader(plan: StudyPlan, task: str, key: str, rm_key: str | None, pool: str, ov: list[str],
+            seed: int | None = None) -> Job:
+    """A BoN or PPO job: it waits for its RM (``rm_key``, None for a gold judge) and its pool."""
+    needs = (rm_key, pool) if rm_key else (pool,)
+    return Job(key, needs, lambda ids: plan.step(task, key, [f"rm={ids[rm_key]}"] * bool(rm_key) + ov, seed=seed))
+
+
+def _downstream_jobs(plan: StudyPlan, trains: list[Job],
+                     pool_of: dict[tuple[str, str, int | None], str]) -> tuple[list[Job], list[Job], list[Job]]:
+    """(PPO jobs, personalized first; evaluation jobs; Best-of-N jobs)."""
+    g = plan.grid
+    ppo: list[Job] = []
+    for ps in sorted(g.prompt_sets, key=lambda p: p != "personalized"):  # the longest PPO runs first
+        ov = [f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"]
+        for pick in g.ppo:
+            for seed in plan.seeds:
+                rm_key = plan.seeded(f"train_rm/{pick.model}/{pick.data}/e{float(pick.epochs):g}", seed)
+                sd = None if len(plan.seeds) == 1 else seed
+                ppo.append(_reader(plan, "ppo", f"ppo/{rm_key}/{ps}", rm_key, pool_of[("ppo", ps, sd)], ov, sd))
+        if g.ppo and g.ppo_upper_bound:
             judge = "rubric" if ps == "personalized" else "verifier"
-            ppo_steps.append(downstream("ppo", f"ppo/upper_bound/{ps}", ps, [f"rm=judge:{judge}", f"model={g.policy}", f"prompts={ps}"]))
-    return bon_steps, ppo_steps, list(readers.values())
+            ppo.append(_reader(plan, "ppo", f"ppo/upper_bound/{ps}", None, pool_of[("ppo", ps, None)],
+                               [f"rm=judge:{judge}", f"model={g.policy}", f"prompts={ps}"]))
+    evals: list[Job] = []
+    bon: list[Job] = []
+    for train in trains:
+        for i, mode in enumerate(g.eval_profiles):
+            ov = [f"benchmark={'both' if i == 0 else 'prb'}", f"profile={mode}"]
+            key = f"evaluate/{train.key}/{mode}"
+            evals.append(Job(key, (train.key,), lambda ids, k=key, t=train.key, o=ov: plan.step("evaluate", k, [f"rm={ids[t]}", *o])))
+        for bench in g.extra_benchmarks:
+            key = f"evaluate/{train.key}/{bench}"
+            evals.append(Job(key, (train.key,), lambda ids, k=key, t=train.key, b=bench: _extra_benchmark(plan, k, ids[t], b)))
+        for ps in g.prompt_sets:
+            ov = [f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"]
+            bon.append(_reader(plan, "bon", f"bon/{train.key}/{ps}", train.key, pool_of[("bon", ps, None)], ov))
+    return ppo, evals, bon
 
 
-def _pool_steps(plan: StudyPlan, readers: list[Step]) -> list[Step]:
-    """One step per distinct pool the readers need (BoN pools and PPO's shared baselines)."""
-    pools: dict[str, Step] = {}
-    for down in readers:
-        scfg = inputs.sample_config(down.config())
-        name = "pool" if down.task == "bon" else "ppo_baseline"
-        pools.setdefault(OmegaConf.to_yaml(scfg), Step("pool", f"sample/{plan.grid.policy}/{scfg.prompts.name}/{name}",
-                                                        down.overrides, compose=down.task))
-    return list(pools.values())
-
-
-def _eval_steps(plan: StudyPlan, rms: dict[str, str]) -> list[Step]:
-    steps = []
-    for key, rid in rms.items():
-        for i, mode in enumerate(plan.grid.eval_profiles):
-            bench = "both" if i == 0 else "prb"
-            steps.append(plan.step("evaluate", f"evaluate/{key}/{mode}", [f"rm={rid}", f"benchmark={bench}", f"profile={mode}"]))
-        for bench in plan.grid.extra_benchmarks:
-            step = plan.step("evaluate", f"evaluate/{key}/{bench}", [f"rm={rid}"])
-            # An extra benchmark names its own preset: a study-wide `benchmark=` override is for RB2/PRB.
-            steps.append(Step("evaluate", step.key, [o for o in step.overrides if not o.startswith("benchmark=")]
-                              + [f"benchmark={bench}"]))
-    return steps
+def _extra_benchmark(plan: StudyPlan, key: str, rid: str, bench: str) -> Step:
+    # An extra benchmark names its own preset: a study-wide `benchmark=` override is for RB2/PRB.
+    step = plan.step("evaluate", key, [f"rm={rid}"])
+    return Step("evaluate", key, [o for o in step.overrides if not o.startswith("benchmark=")] + [f"benchmark={bench}"])
 
 
 def _correlate(cfg: DictConfig, plan: StudyPlan, results: Results, rms: dict[str, str]) -> Record:
@@ -331,28 +374,21 @@ def run(cfg: DictConfig) -> Record:
     """Run (or resume) the grid, then correlate what finished."""
     plan = StudyPlan(cfg)
     g = plan.grid
-    results: Results = {}
-    # Stage 0: shared inputs once, before parallel jobs race to build them: the sandbox, then the
-    # lineages side by side.
+    # The sandbox once, in this process, before parallel jobs race to build it.
     inputs.sandbox_world(plan.config("data", []))
-    lineage_steps = [plan.step("lineage", f"lineage/{name}", [f"model={name}"], compose="train_rm")
-                     for name in dict.fromkeys([*g.lineages, g.policy])]
-    results.update(plan.stage("lineages", lineage_steps))
-    # Stage 1: reward models.
-    train_steps = _train_steps(plan)
-    results.update(plan.stage("train_rm", train_steps))
-    rms = {s.key: results[s.key][0] for s in train_steps if results[s.key][0]}
-    # Stage 2: evaluation of every RM, and every pool the next stage reads: one per policy x
-    # prompt set for Best-of-N, and PPO's shared baseline (the initial policy on the held-out
-    # prompts, sampled like PPO's evaluation). Built here, not inside the next stage's jobs, so two
-    # parallel jobs never sample the same pool. Pools first: they take longer than an evaluation,
-    # and the stage should not end on one.
-    bon_steps, ppo_steps, readers = _downstream_steps(plan, rms, results)
-    results.update(plan.stage("evaluate+sample", _pool_steps(plan, readers) + _eval_steps(plan, rms)))
-    # Stage 3: PPO for the configured subset (personalized prompts first: the longest jobs), then
-    # Best-of-N for every RM on every prompt set.
-    ppo_steps.sort(key=lambda s: not s.key.endswith("/personalized"))
-    results.update(plan.stage("bon+ppo", ppo_steps + bon_steps))
+    lineages = [Job(f"lineage/{n}", (), lambda _ids, n=n: plan.step("lineage", f"lineage/{n}", [f"model={n}"], compose="train_rm"))
+                for n in dict.fromkeys([g.policy, *g.lineages])]  # the policy lineage trains longest
+    trains = _train_jobs(plan)
+    pools, pool_of = _pool_jobs(plan)
+    ppo, evals, bon = _downstream_jobs(plan, trains, pool_of)
+    known = {j.key for j in trains}
+    missing = {n for j in ppo for n in j.needs if n.startswith("train_rm/") and n not in known}
+    for key in sorted(missing):
+        log.error("study: ppo pick %s has no trained RM (not in the grid)", key)
+    ppo = [j for j in ppo if not set(j.needs) & missing]
+    results = plan.run([*lineages, *pools, *trains, *ppo, *evals, *bon])
+    results.update({f"ppo/{key}": (None, "no trained RM for this pick") for key in sorted(missing)})
+    rms = {j.key: results[j.key][0] for j in trains if results[j.key][0]}
     return _correlate(cfg, plan, results, rms)
 
 

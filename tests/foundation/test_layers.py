@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("commands",),  # non-Hydra commands (store, lineage, judge)
     ("tasks",),  # one Hydra app per task
     ("inputs",),  # the one place that builds a task's inputs
-    ("runtime",),  # execute: a record per run
+    ("runtime", "job_graph"),  # execute: a record per run; jobs run as their inputs' records appear
     ("tracking",),  # Weights & Biases
     ("downstream",),  # sampling pools, Best-of-N maths, the PPO adapter
     ("scoring",),  # scorers: reward models, judges, planners
