@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -80,23 +81,28 @@ def compose(task: str, *overrides: str):
 
 @pytest.fixture(scope="session")
 def rms(world_root: Path) -> dict[str, str]:
-    """Reward models every pipeline test shares: name -> train_rm record id."""
-    old = os.environ.get("RLEXP_ROOT")
-    os.environ["RLEXP_ROOT"] = str(world_root)
-    try:
-        from rlexp.tasks import train_rm
+    """Reward models every pipeline test shares: name -> train_rm record id.
 
-        specs = {
-            "llama_general": ["model=tiny_llama", "data=general"],
-            # As many rows as the general RM (the flipped control holds general + personal pairs),
-            # formatted like the personal RM so that it is the personal RM's opposite too.
-            "llama_flipped": ["model=tiny_llama", "data=flipped", "data.max_rows=2400", "profile=planner"],
-            "llama_personal": ["model=tiny_llama", "data=personal", "profile=planner"],
-            "qwen_general": ["model=tiny_qwen", "data=general"],
-        }
-        return {name: train_rm.run(compose("train_rm", *ov)).id for name, ov in specs.items()}
-    finally:
-        if old is None:
-            os.environ.pop("RLEXP_ROOT", None)
-        else:
-            os.environ["RLEXP_ROOT"] = old
+    Built as the study builds its steps (rlexp.job_graph, two worker processes of one thread each):
+    the two lineages side by side, each RM as soon as its lineage exists. One process with two
+    threads took ~100 s longer: the tiny models' matrices are too small for two threads to help."""
+    from rlexp.job_graph import Job, run_jobs
+    from rlexp.tasks.study import Step, _run_step
+
+    common = [f"paths.root={world_root}", "logger=none", "progress=false"]
+    specs = {
+        "llama_general": ["model=tiny_llama", "data=general"],
+        # As many rows as the general RM (the flipped control holds general + personal pairs),
+        # formatted like the personal RM so that it is the personal RM's opposite too.
+        "llama_flipped": ["model=tiny_llama", "data=flipped", "data.max_rows=2400", "profile=planner"],
+        "llama_personal": ["model=tiny_llama", "data=personal", "profile=planner"],
+        "qwen_general": ["model=tiny_qwen", "data=general"],
+    }
+    jobs = [Job(f"lineage/{m}", (), lambda _ids, m=m: Step("lineage", m, [*common, f"model={m}"], compose="train_rm"))
+            for m in ("tiny_llama", "tiny_qwen")]
+    jobs += [Job(name, (f"lineage/{ov[0].split('=')[1]}",), lambda _ids, n=name, o=ov: Step("train_rm", n, [*common, *o]))
+             for name, ov in specs.items()]
+    results = run_jobs(jobs, partial(_run_step, threads=1), 2)
+    failed = {k: err for k, (_, err) in results.items() if err}
+    assert not failed, f"the test world failed to build: {failed}"
+    return {name: str(results[name][0]) for name in specs}
