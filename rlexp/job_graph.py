@@ -89,16 +89,21 @@ def run_jobs(
     else:
         from joblib.externals.loky import get_reusable_executor
 
-        executor = get_reusable_executor(max_workers=n_jobs)
         while queue or running:
             while queue and len(running) < n_jobs:
                 job, payload = queue.pop(0)
                 started(job.key)
+                # Asked each time: after a worker died, loky hands out a fresh executor.
+                executor = get_reusable_executor(max_workers=n_jobs)
                 running[executor.submit(run, payload)] = (job, payload)
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
                 job, payload = running.pop(future)
-                record(job, payload, future.result())
+                try:
+                    result = future.result()
+                except Exception as exc:  # a worker that died (killed, out of memory) fails its job only
+                    result = (None, f"worker failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+                record(job, payload, result)
             settle()
     for job in waiting:  # only a cycle of needs leaves a job here
         results[job.key] = (None, "not run: its needs wait on each other")

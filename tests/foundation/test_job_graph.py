@@ -22,6 +22,15 @@ def _work(payload: tuple[str, float, str]) -> tuple[str | None, str | None]:
     return (None, f"{name} broke") if name.startswith("bad") else (f"id-{name}", None)
 
 
+def _die(payload: tuple[str, float, str]) -> tuple[str | None, str | None]:
+    """A worker that dies (as one killed for memory would) on the job named ``die``."""
+    import os
+
+    if payload[0] == "die":
+        os._exit(1)
+    return _work(payload)
+
+
 def _times(log: Path) -> dict[tuple[str, str], float]:
     return {(w, n): float(t) for w, n, t in (line.split() for line in log.read_text().splitlines())}
 
@@ -84,3 +93,12 @@ def test_bad_graphs_are_refused_or_reported(tmp_path: Path) -> None:
         run_jobs([_job("a", log), _job("a", log)], _work, 1)
     out = run_jobs([_job("a", log, 0.0, "b"), _job("b", log, 0.0, "a")], _work, 1)
     assert out["a"][1] == out["b"][1] == "not run: its needs wait on each other"
+
+
+def test_a_worker_that_dies_fails_its_job_and_the_next_jobs_get_a_fresh_executor(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    out = run_jobs([_job("die", log), _job("after", log, 0.0, "die")], _die, 2)
+    assert out["die"][0] is None and out["die"][1].startswith("worker failed")
+    assert out["after"] == (None, "not run: die failed")
+    again = run_jobs([_job("a", log), _job("b", log, 0.0, "a")], _die, 2)
+    assert again == {"a": ("id-a", None), "b": ("id-b<id-a>", None)}
