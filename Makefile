@@ -4,8 +4,6 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.rlexp-installed
 PYTEST_ARGS ?=
-# Test files run in two processes (pytest-xdist): most tests use one core, the machines have two.
-TEST_WORKERS ?= 2
 
 .PHONY: study test setup lint clean vllm-env
 
@@ -38,7 +36,7 @@ study: $(STAMP)
 	@$(VENV)/bin/rlexp study experiment=$${EXPERIMENT:-sandbox_study}
 
 test: $(STAMP)
-	@WANDB_MODE=disabled $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
+	@WANDB_MODE=disabled $(PY) -m pytest -q --durations=15 $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	@$(VENV)/bin/ruff check rlexp tests perf

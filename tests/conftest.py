@@ -62,12 +62,6 @@ def world_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if kept:
         Path(kept).mkdir(parents=True, exist_ok=True)
         return Path(kept)
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        # pytest -n: every worker shares one world in the run's common temp folder; the store's
-        # locks make a worker wait for a record another one is computing, then reuse it.
-        shared = tmp_path_factory.getbasetemp().parent / "world"
-        shared.mkdir(exist_ok=True)
-        return shared
     return tmp_path_factory.mktemp("world")
 
 
