@@ -14,6 +14,9 @@ A job whose need failed is not run, and its result says which need failed; a pay
 
 from __future__ import annotations
 
+import logging
+import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
@@ -108,3 +111,36 @@ def run_jobs(
     for job in waiting:  # only a cycle of needs leaves a job here
         results[job.key] = (None, "not run: its needs wait on each other")
     return results
+
+
+class KindClock:
+    """Logs each kind of job (its key up to the first "/": lineage, train_rm, ppo, ...) when the last
+    one of that kind ends: how many ran, from when to when, how many failed."""
+
+    def __init__(self, jobs: Sequence[Job], log: logging.Logger, prefix: str) -> None:
+        self.log, self.prefix = log, prefix
+        self.t0 = time.time()
+        self.left = Counter(self.kind(j.key) for j in jobs)
+        self.first: dict[str, float] = {}
+        self.ran: Counter[str] = Counter()
+        self.failed: Counter[str] = Counter()
+        self.done: set[str] = set()
+
+    @staticmethod
+    def kind(key: str) -> str:
+        return key.split("/", 1)[0]
+
+    def started(self, key: str) -> None:
+        self.first.setdefault(self.kind(key), time.time() - self.t0)
+
+    def finished(self, key: str, result: Result, dispatched: bool = True) -> None:
+        kind = self.kind(key)
+        self.done.add(key)
+        self.left[kind] -= 1
+        self.ran[kind] += dispatched
+        if result[1]:
+            self.failed[kind] += 1
+            self.log.error("%s: %s failed: %s", self.prefix, key, result[1])
+        if self.left[kind] == 0 and self.ran[kind]:
+            self.log.info("%s: %s: %d step(s) ran from %.1fs to %.1fs (%d failed)", self.prefix, kind, self.ran[kind],
+                          self.first.get(kind, 0.0), time.time() - self.t0, self.failed[kind])

@@ -18,9 +18,7 @@ import importlib
 import json
 import logging
 import os
-import time
 import traceback
-from collections import Counter
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -31,7 +29,7 @@ from rlexp import inputs
 from rlexp.config import CONF_DIR
 from rlexp.config.tasks import StudyGrid
 from rlexp.errors import ConfigError, RlexpError
-from rlexp.job_graph import Job, Result, run_jobs
+from rlexp.job_graph import Job, KindClock, Result, run_jobs
 from rlexp.runtime import compose_task, hydra_entry, one_line
 from rlexp.scoring.factory import check_gold_judge
 from rlexp.store import Record, Store, content_hash
@@ -215,7 +213,7 @@ class StudyPlan:
 
     def run(self, jobs: list[Job]) -> Results:
         """Run the jobs (see :mod:`rlexp.job_graph`), logging each kind of step as it finishes."""
-        clock = _StepClock(jobs)
+        clock = KindClock(jobs, log, "study")
         checked: set[str] = set()
 
         def decided(step: Step) -> str | None:
@@ -236,37 +234,6 @@ class StudyPlan:
             if key not in clock.done:  # decided in the parent or never run
                 clock.finished(key, result, dispatched=False)
         return results
-
-
-class _StepClock:
-    """Logs each kind of step (lineage, train_rm, sample, evaluate, ppo, bon) when its last one ends."""
-
-    def __init__(self, jobs: list[Job]) -> None:
-        self.t0 = time.time()
-        self.left = Counter(self.kind(j.key) for j in jobs)
-        self.first: dict[str, float] = {}
-        self.ran: Counter[str] = Counter()
-        self.failed: Counter[str] = Counter()
-        self.done: set[str] = set()
-
-    @staticmethod
-    def kind(key: str) -> str:
-        return key.split("/", 1)[0]
-
-    def started(self, key: str) -> None:
-        self.first.setdefault(self.kind(key), time.time() - self.t0)
-
-    def finished(self, key: str, result: Result, dispatched: bool = True) -> None:
-        kind = self.kind(key)
-        self.done.add(key)
-        self.left[kind] -= 1
-        self.ran[kind] += dispatched
-        if result[1]:
-            self.failed[kind] += 1
-            log.error("study: %s failed: %s", key, result[1])
-        if self.left[kind] == 0 and self.ran[kind]:
-            log.info("study: %s: %d step(s) ran from %.1fs to %.1fs (%d failed)", kind, self.ran[kind],
-                     self.first.get(kind, 0.0), time.time() - self.t0, self.failed[kind])
 
 
 POOL_RM = "rm=unused"  # a pool does not depend on the RM that reads it (inputs.sample_config drops it)
@@ -314,7 +281,7 @@ def _reader(plan: StudyPlan, task: str, key: str, rm_key: str | None, pool: str,
             seed: int | None = None) -> Job:
     """A BoN or PPO job: it waits for its RM (``rm_key``, None for a gold judge) and its pool."""
     needs = (rm_key, pool) if rm_key else (pool,)
-    return Job(key, needs, lambda ids: plan.step(task, key, [f"rm={ids[rm_key]}"] * bool(rm_key) + ov, seed=seed))
+    return Job(key, needs, lambda ids: plan.step(task, key, ([f"rm={ids[rm_key]}"] if rm_key else []) + ov, seed=seed))
 
 
 def _downstream_jobs(plan: StudyPlan, trains: list[Job],
@@ -370,25 +337,30 @@ def _correlate(cfg: DictConfig, plan: StudyPlan, results: Results, rms: dict[str
     return record
 
 
-def run(cfg: DictConfig) -> Record:
-    """Run (or resume) the grid, then correlate what finished."""
-    plan = StudyPlan(cfg)
+def study_jobs(plan: StudyPlan) -> list[Job]:
+    """Every step of the grid as a job, in priority order (see :mod:`rlexp.job_graph`)."""
     g = plan.grid
-    # The sandbox once, in this process, before parallel jobs race to build it.
-    inputs.sandbox_world(plan.config("data", []))
     lineages = [Job(f"lineage/{n}", (), lambda _ids, n=n: plan.step("lineage", f"lineage/{n}", [f"model={n}"], compose="train_rm"))
                 for n in dict.fromkeys([g.policy, *g.lineages])]  # the policy lineage trains longest
     trains = _train_jobs(plan)
     pools, pool_of = _pool_jobs(plan)
     ppo, evals, bon = _downstream_jobs(plan, trains, pool_of)
-    known = {j.key for j in trains}
-    missing = {n for j in ppo for n in j.needs if n.startswith("train_rm/") and n not in known}
+    return [*lineages, *pools, *trains, *ppo, *evals, *bon]
+
+
+def run(cfg: DictConfig) -> Record:
+    """Run (or resume) the grid, then correlate what finished."""
+    plan = StudyPlan(cfg)
+    # The sandbox once, in this process, before parallel jobs race to build it.
+    inputs.sandbox_world(plan.config("data", []))
+    jobs = study_jobs(plan)
+    known = {j.key for j in jobs}
+    missing = {n for j in jobs for n in j.needs if n not in known}
     for key in sorted(missing):
         log.error("study: ppo pick %s has no trained RM (not in the grid)", key)
-    ppo = [j for j in ppo if not set(j.needs) & missing]
-    results = plan.run([*lineages, *pools, *trains, *ppo, *evals, *bon])
+    results = plan.run([j for j in jobs if not set(j.needs) & missing])
     results.update({f"ppo/{key}": (None, "no trained RM for this pick") for key in sorted(missing)})
-    rms = {j.key: results[j.key][0] for j in trains if results[j.key][0]}
+    rms = {k: rid for k, (rid, _) in results.items() if k.startswith("train_rm/") and rid}
     return _correlate(cfg, plan, results, rms)
 
 

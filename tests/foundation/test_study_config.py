@@ -63,3 +63,27 @@ def test_step_ledger_decides_steps_whose_record_exists(tmp_path: Path) -> None:
     assert StepLedger(store, enabled=False).cached(step) is None
     store.record_path("evaluate", "e" * 16).unlink()
     assert StepLedger(store).cached(step) is None
+
+
+def test_every_step_of_the_default_study_builds_from_its_needs(root: Path) -> None:
+    """The job graph of `make study` (no training): every job's needs are jobs, every job builds a
+    step once given record ids, and the gold-judge PPO runs name their judge, not an RM."""
+    from rlexp.job_graph import run_jobs
+    from rlexp.runtime import compose_task
+    from rlexp.tasks.study import StudyPlan, study_jobs
+
+    plan = StudyPlan(compose_task("study", ["experiment=sandbox_study", "logger=none"]))
+    jobs = study_jobs(plan)
+    kinds = [j.key.split("/", 1)[0] for j in jobs]
+    assert kinds.count("lineage") == 2 and kinds.count("train_rm") == 12 and kinds.count("sample") == 4
+    assert kinds.count("ppo") == 14 and kinds.count("evaluate") == 36 and kinds.count("bon") == 24
+    steps = {}
+    out = run_jobs(jobs, lambda step: (f"{len(steps):016x}", None), 1, decided=lambda step: steps.setdefault(step.key, step) and None)
+    assert all(rid for rid, _ in out.values()) and len(steps) == len(jobs)
+    upper = steps["ppo/upper_bound/general"].overrides
+    assert "rm=judge:verifier" in upper and not any(o.startswith("rm=0") for o in upper)
+    bon = steps["bon/train_rm/tiny_qwen/personal/e1/personalized"].overrides
+    assert sum(o.startswith("rm=") for o in bon) == 1
+    # Long kinds first: the policy lineage, then the pools, then the RMs, the longest PPO runs before evaluation.
+    assert jobs[0].key == "lineage/tiny_llama" and kinds.index("sample") < kinds.index("train_rm") < kinds.index("ppo")
+    assert kinds.index("ppo") < kinds.index("evaluate") < kinds.index("bon")
