@@ -87,7 +87,7 @@ def rms(world_root: Path) -> dict[str, str]:
     the two lineages side by side, each RM as soon as its lineage exists. One process with two
     threads took ~100 s longer: the tiny models' matrices are too small for two threads to help."""
     from rlexp.job_graph import Job, run_jobs
-    from rlexp.tasks.study import Step, _run_step
+    from rlexp.tasks.study import Step, run_step
 
     common = [f"paths.root={world_root}", "logger=none", "progress=false"]
     specs = {
@@ -102,7 +102,7 @@ def rms(world_root: Path) -> dict[str, str]:
             for m in ("tiny_llama", "tiny_qwen")]
     jobs += [Job(name, (f"lineage/{ov[0].split('=')[1]}",), lambda _ids, n=name, o=ov: Step("train_rm", n, [*common, *o]))
              for name, ov in specs.items()]
-    results = run_jobs(jobs, partial(_run_step, threads=1), 2)
+    results = run_jobs(jobs, partial(run_step, threads=1), 2)
     failed = {k: err for k, (_, err) in results.items() if err}
     assert not failed, f"the test world failed to build: {failed}"
     return {name: str(results[name][0]) for name in specs}

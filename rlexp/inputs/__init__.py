@@ -179,6 +179,10 @@ def prompt_set(cfg: DictConfig, split: str | None = None) -> tuple[list[PromptIt
     return load_prompt_set(cfg.prompts, path, split or cfg.prompts.split, data_id)
 
 
+# The `rm` override of a BoN/PPO config composed only for its pool: sample_config drops the RM.
+UNUSED_RM = "rm=unused"
+
+
 def sample_config(cfg: DictConfig) -> DictConfig:
     """The `sample` task config a BoN/PPO config implies (same keys -> same pool record)."""
     keys = [k for k in SampleConfig.__dataclass_fields__ if k != "task_name"]

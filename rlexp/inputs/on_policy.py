@@ -52,7 +52,7 @@ def _pool_cfg(cfg: DictConfig, preset: str, prompt_set: str) -> DictConfig:
     return compose_task("bon", ["logger=none", f"progress={str(bool(cfg.get('progress', False))).lower()}",
                                 f"runtime.threads={cfg.runtime.threads}", *keep, *world, f"model={preset}",
                                 f"prompts={prompt_set}", "prompts.split=train", f"sampling.n={SAMPLES}",
-                                "rm=unused"])
+                                inputs.UNUSED_RM])
 
 
 def _pairs(prompts: list[PromptItem], texts: list[list[str]], gold: np.ndarray, source: str) -> list[dict[str, Any]]:

@@ -59,8 +59,8 @@ class Step:
         return compose_task(self.compose or self.task, self.overrides)
 
 
-def _run_step(step: Step, threads: int) -> Result:
-    """(record id, error). Runs in a worker process or in-process."""
+def run_step(step: Step, threads: int) -> Result:
+    """(record id, error) of one step. Runs in a worker process or in-process."""
     if threads > 0:
         os.environ["OMP_NUM_THREADS"] = str(threads)
         import torch  # only now: OMP_NUM_THREADS must be set before torch starts its pool
@@ -228,15 +228,12 @@ class StudyPlan:
             self.ledger.remember([step], {key: result})
             clock.finished(key, result)
 
-        results = run_jobs(jobs, partial(_run_step, threads=self.threads), self.n_jobs, decided=decided,
+        results = run_jobs(jobs, partial(run_step, threads=self.threads), self.n_jobs, decided=decided,
                            started=clock.started, finished=finished)
         for key, result in results.items():
             if key not in clock.done:  # decided in the parent or never run
                 clock.finished(key, result, dispatched=False)
         return results
-
-
-POOL_RM = "rm=unused"  # a pool does not depend on the RM that reads it (inputs.sample_config drops it)
 
 
 def _train_jobs(plan: StudyPlan) -> list[Job]:
@@ -264,7 +261,7 @@ def _pool_jobs(plan: StudyPlan) -> tuple[list[Job], dict[tuple[str, str, int | N
         seeds: list[int | None] = [None] if task == "bon" or len(plan.seeds) == 1 else [None, *plan.seeds]
         for ps in g.prompt_sets:
             for seed in seeds:
-                reader = plan.step(task, "", [POOL_RM, f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"],
+                reader = plan.step(task, "", [inputs.UNUSED_RM, f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"],
                                    seed=seed)
                 sample = OmegaConf.to_yaml(inputs.sample_config(reader.config()))
                 if sample not in seen:
