@@ -130,6 +130,9 @@ class ScorerConfig:
     dtype: DType = DType.auto  # auto: float32 on CPU, bfloat16 on GPU
     device: str = "auto"  # auto | cpu | cuda | cuda:N (any torch device string)
     sort_by_length: bool = True
+    # Responses that start the same way (one prompt's completions, one user's history) share the
+    # model's pass over that start: scores equal to ~1e-6, fewer tokens run. Decoder RMs only.
+    share_prefix: bool = True
     fallback_template: str = "tulu"
     trust_remote_code: bool = False
     judge_mode: JudgeMode = JudgeMode.ratings  # generative judges on RB2

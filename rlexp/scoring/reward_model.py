@@ -3,12 +3,15 @@
 Input rendering follows the RewardBench 2 / Personalized RewardBench pipelines: the conversation
 [user: prompt (+ profile per mode), assistant: response] rendered with the RM tokenizer's chat
 template (no system prompt, no generation prompt), a duplicated leading BOS masked out, the raw
-logit as the score. Unlike the reference loop, batches are formed by sorted length so padding is
-small; scores come back in input order and do not depend on batching (tested to 1e-5).
+logit as the score. Unlike the reference loop, inputs that start with the same tokens (a prompt's
+completions) share one pass over that start (``shared_prefix``), the rest go in batches of sorted
+length so padding is small; scores come back in input order and do not depend on batching or
+sharing (tested to 1e-5).
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -20,6 +23,7 @@ from rlexp.data.formatting import Planner, rm_user_turn
 from rlexp.errors import ConfigError, DataError
 from rlexp.models.loading import load_reward_model, load_tokenizer, pick_device, tokenizer_drift
 from rlexp.scorer import ScoreInput, ScoreStats
+from rlexp.scoring.shared_prefix import PrefixGroup, prefix_groups
 
 log = logging.getLogger("rlexp")
 
@@ -148,44 +152,113 @@ class RewardModelScorer:
         import torch
 
         ids = self.encode(texts)
-        order = np.argsort([len(s) for s in ids], kind="stable") if self.settings.sort_by_length else np.arange(len(ids))
-        scores = np.empty(len(ids), dtype=np.float64)
-        bos = self.tokenizer.bos_token_id
-        pad = self.tokenizer.pad_token_id
-        left = getattr(self.tokenizer, "padding_side", "right") == "left"
+        scores = np.full(len(ids), np.nan, dtype=np.float64)
         bs = max(1, int(self.settings.batch_size))
+        rest: Sequence[int] = range(len(ids))
+        cache_arg = self._cache_argument()
         with torch.inference_mode():
-            for start in range(0, len(order), bs):
-                idx = order[start : start + bs]
-                batch = [ids[i] for i in idx]
-                width = max(len(s) for s in batch)
-                input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
-                mask = torch.zeros((len(batch), width), dtype=torch.long)
-                for row, seq in enumerate(batch):
-                    sl = slice(width - len(seq), width) if left else slice(0, len(seq))
-                    input_ids[row, sl] = torch.tensor(seq, dtype=torch.long)
-                    mask[row, sl] = 1
-                    # A template BOS plus a tokenizer BOS: mask the first one (RB2 pipeline).
-                    if bos is not None and len(seq) > 1 and seq[0] == bos and seq[1] == bos:
-                        mask[row, sl.start] = 0
-                logits = self._forward(input_ids, mask)
-                scores[idx] = logits
+            if cache_arg:
+                pad = self.tokenizer.pad_token_id
+                keep = [max((j for j, t in enumerate(seq) if t != pad), default=0) for seq in ids]
+                groups, rest = prefix_groups(ids, keep, max_members=bs)
+                self._score_groups(ids, groups, scores, cache_arg)
+            self._score_whole(ids, rest, scores)
         self.stats.items += len(texts)
         if np.isnan(scores).any():
             bad = int(np.flatnonzero(np.isnan(scores))[0])
             raise DataError(f"{self.name}: NaN score for input {bad}")
         return scores
 
-    def _forward(self, input_ids: Any, mask: Any) -> np.ndarray:
+    def _cache_argument(self) -> str | None:
+        """The forward argument that takes a key/value cache (``cache`` in transformers 5, else
+        ``past_key_values``), when shared prefixes are on and the model is a decoder that takes one."""
+        if not self.settings.share_prefix or getattr(self.model.config, "is_encoder_decoder", False):
+            return None
+        params = inspect.signature(self.model.forward).parameters
+        return next((name for name in ("cache", "past_key_values") if name in params), None)
+
+    def _first_mask(self, seq: Sequence[int]) -> int:
+        """0 for a template BOS followed by a tokenizer BOS (the RB2 pipeline masks the first), else 1."""
+        bos = self.tokenizer.bos_token_id
+        return 0 if bos is not None and len(seq) > 1 and seq[0] == bos and seq[1] == bos else 1
+
+    def _score_whole(self, ids: list[list[int]], rest: Sequence[int], scores: np.ndarray) -> None:
         import torch
 
+        rest = np.asarray(rest, dtype=np.int64)
+        if self.settings.sort_by_length:
+            rest = rest[np.argsort([len(ids[i]) for i in rest], kind="stable")]
+        pad = self.tokenizer.pad_token_id
+        left = getattr(self.tokenizer, "padding_side", "right") == "left"
+        bs = max(1, int(self.settings.batch_size))
+        for start in range(0, len(rest), bs):
+            idx = rest[start : start + bs]
+            batch = [ids[i] for i in idx]
+            width = max(len(s) for s in batch)
+            input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            for row, seq in enumerate(batch):
+                sl = slice(width - len(seq), width) if left else slice(0, len(seq))
+                input_ids[row, sl] = torch.tensor(seq, dtype=torch.long)
+                mask[row, sl] = 1
+                mask[row, sl.start] = self._first_mask(seq)
+            scores[idx] = self._forward(input_ids, mask)
+
+    def _score_groups(self, ids: list[list[int]], groups: list[PrefixGroup], scores: np.ndarray, cache_arg: str) -> None:
+        """Each group's prefix once (batched, its cache kept), then every member's tail against it.
+        Positions are explicit, so a short prefix padded inside the batch changes no score."""
+        import torch
+
+        pad = self.tokenizer.pad_token_id
+        bs = max(1, int(self.settings.batch_size))
+        # Tails are most of the rows, so batches follow their length (a group's tails stay together).
+        groups = sorted(groups, key=lambda g: (max(len(ids[m]) for m in g.members) - g.prefix, g.prefix))
+        chunk: list[PrefixGroup] = []
+        for at, group in enumerate(groups):
+            chunk.append(group)
+            full = at + 1 == len(groups) or sum(len(g.members) for g in chunk) + len(groups[at + 1].members) > bs
+            if not full:
+                continue
+            width = max(g.prefix for g in chunk)
+            head = torch.full((len(chunk), width), pad, dtype=torch.long)
+            head_mask = torch.zeros((len(chunk), width), dtype=torch.long)
+            for row, g in enumerate(chunk):
+                head[row, : g.prefix] = torch.tensor(ids[g.members[0]][: g.prefix], dtype=torch.long)
+                head_mask[row, : g.prefix] = 1
+                head_mask[row, 0] = self._first_mask(ids[g.members[0]])
+            cache = self.model(input_ids=head.to(self.device), attention_mask=head_mask.to(self.device),
+                               position_ids=torch.arange(width).expand(len(chunk), -1).to(self.device), use_cache=True)[cache_arg]
+            rows = [(row, m) for row, g in enumerate(chunk) for m in g.members]
+            of_group = torch.tensor([row for row, _ in rows], dtype=torch.long)
+            starts = torch.tensor([chunk[row].prefix for row, _ in rows], dtype=torch.long)
+            tail_width = max(len(ids[m]) - chunk[row].prefix for row, m in rows)
+            tail = torch.full((len(rows), tail_width), pad, dtype=torch.long)
+            tail_mask = torch.zeros((len(rows), tail_width), dtype=torch.long)
+            for r, (row, m) in enumerate(rows):
+                own = ids[m][chunk[row].prefix :]
+                tail[r, : len(own)] = torch.tensor(own, dtype=torch.long)
+                tail_mask[r, : len(own)] = 1
+            cache.reorder_cache(of_group.to(self.device))
+            mask = torch.cat([head_mask[of_group], tail_mask], dim=1)
+            logits = self.model(input_ids=tail.to(self.device), attention_mask=mask.to(self.device),
+                                position_ids=(starts[:, None] + torch.arange(tail_width)).to(self.device),
+                                **{cache_arg: cache}).logits
+            scores[[m for _, m in rows]] = self._last_scores(logits, len(rows))
+            chunk = []
+
+    def _forward(self, input_ids: Any, mask: Any) -> np.ndarray:
         input_ids = input_ids.to(self.device)
         mask = mask.to(self.device)
         # The HF head reads the last non-pad token, whatever the padding side.
-        logits = self.model(input_ids=input_ids, attention_mask=mask).logits
+        return self._last_scores(self.model(input_ids=input_ids, attention_mask=mask).logits, len(input_ids))
+
+    @staticmethod
+    def _last_scores(logits: Any, rows: int) -> np.ndarray:
+        import torch
+
         if logits.dim() == 2 and logits.shape[1] == 1:
             return logits[:, 0].float().cpu().numpy()
-        return torch.as_tensor(logits).float().reshape(len(input_ids), -1)[:, -1].cpu().numpy()
+        return torch.as_tensor(logits).float().reshape(rows, -1)[:, -1].cpu().numpy()
 
     def score(self, items: Sequence[ScoreInput]) -> np.ndarray:
         return self.score_texts([self.render(it) for it in items])

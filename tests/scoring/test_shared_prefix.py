@@ -1,0 +1,108 @@
+"""Shared-prefix scoring: the grouping saves the most tokens, and no score moves beyond float noise."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from rlexp.config.nodes import ScorerConfig
+from rlexp.models import tiny
+from rlexp.scorer import ScoreInput
+from rlexp.scoring.reward_model import RewardModelScorer
+from rlexp.scoring.shared_prefix import MIN_PREFIX, prefix_groups
+from tests._tiny_random import corpus
+
+
+def _common(a: list[int], b: list[int]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _saving(ids: list[list[int]], keep: list[int], block: tuple[int, ...], cap: int) -> int:
+    if len(block) < 2 or len(block) > cap:
+        return 0 if len(block) <= cap else -10**9
+    prefix = min([keep[i] for i in block] + [_common(ids[block[0]], ids[j]) for j in block[1:]])
+    return (len(block) - 1) * prefix if prefix >= MIN_PREFIX else 0
+
+
+def _runs(order: list[int]):
+    """Every split of ``order`` into consecutive runs."""
+    for cuts in itertools.product((False, True), repeat=len(order) - 1):
+        runs, run = [], [order[0]]
+        for item, cut in zip(order[1:], cuts):
+            if cut:
+                runs.append(tuple(run))
+                run = []
+            run.append(item)
+        yield [*runs, tuple(run)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_groups_share_exact_prefixes_and_save_the_most_of_any_split_in_token_order(seed: int) -> None:
+    rng = random.Random(seed)
+    stems = [[rng.randrange(5) for _ in range(rng.randrange(4, 20))] for _ in range(3)]
+    ids = [rng.choice(stems) + [rng.randrange(3) for _ in range(rng.randrange(0, 6))] for _ in range(9)]
+    keep = [max(0, len(s) - 1 - rng.randrange(2)) for s in ids]
+    cap = rng.choice([2, 3, 7])
+    groups, alone = prefix_groups(ids, keep, max_members=cap)
+
+    assert sorted([*alone, *(m for g in groups for m in g.members)]) == list(range(len(ids)))
+    for g in groups:
+        assert 2 <= len(g.members) <= cap and g.prefix >= MIN_PREFIX
+        assert all(g.prefix <= keep[m] and ids[m][: g.prefix] == ids[g.members[0]][: g.prefix] for m in g.members)
+    saved = sum((len(g.members) - 1) * g.prefix for g in groups)
+    order = sorted(range(len(ids)), key=lambda i: ids[i])
+    best = max(sum(_saving(ids, keep, b, cap) for b in runs) for runs in _runs(order))
+    assert saved == best
+
+
+def _reward_model(arch: str, chat_format: str) -> tuple[object, object]:
+    from transformers import AutoModelForSequenceClassification
+
+    spec = tiny.TinySpec(arch=arch, chat_format=chat_format, vocab_size=300, hidden_size=32, num_layers=2,
+                         num_heads=2, intermediate_size=64, max_position=1024, corpus="a", pretrain_epochs=0,
+                         sft_epochs=0, lr=1e-3, batch_size=8, max_length=128, seed=0)
+    tok = tiny.build_tokenizer(corpus(), spec)
+    config = tiny.build_model(spec, tok).config
+    config.num_labels = 1
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_config(config)
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # larger weights than the default init, so a wrong position or mask shows
+        for param in model.parameters():
+            if param.dim() == 2:
+                param.copy_(torch.randn(param.shape, generator=gen) * 0.3)
+    return model, tok
+
+
+@pytest.mark.parametrize(("arch", "chat_format"), [("llama", "llama"), ("qwen2", "chatml")])
+def test_shared_prefix_scores_equal_whole_sequence_scores(arch: str, chat_format: str) -> None:
+    model, tok = _reward_model(arch, chat_format)
+    history = "user 7 asks how to cook rice and the judge rates answer 3. " * 6
+    items = [
+        *(ScoreInput(f"{history} how to cook bread?", r) for r in
+          ("in the garden", "in the garden", "in the garden with paint", "", "camera bike tomato " * 5)),
+        *(ScoreInput(f"{history} and what about knitting, paint and a garden camera?", r) for r in ("slowly", "with a camera")),
+        ScoreInput("rice", "bread"),
+    ]
+    whole = RewardModelScorer(model, tok, ScorerConfig(batch_size=1, sort_by_length=False, share_prefix=False))
+    ref = whole.score(items)
+    for bs in (2, 3, 32):
+        shared = RewardModelScorer(model, tok, ScorerConfig(batch_size=bs, share_prefix=True))
+        ids = shared.encode([shared.render(x) for x in items])
+        groups, _ = prefix_groups(ids, [len(s) - 1 for s in ids], max_members=bs)
+        assert sum(len(g.members) for g in groups) >= min(bs, 5)  # sharing happened
+        assert np.max(np.abs(shared.score(items) - ref)) <= 1e-5
+    # Texts ending in the pad token (the head reads the last non-pad token) and a doubled BOS.
+    texts = [whole.render(x) + tok.pad_token for x in items[:4]]
+    if tok.bos_token:
+        texts += [tok.bos_token + whole.render(x) for x in items[4:]]
+    ref = whole.score_texts(texts)
+    got = RewardModelScorer(model, tok, ScorerConfig(batch_size=4)).score_texts(texts)
+    assert np.max(np.abs(got - ref)) <= 1e-5
