@@ -1,8 +1,10 @@
-"""Scoring the full sandbox RewardBench 2 with a ~20M-parameter sequence-classification RM, two ways
-in one process: rlexp's scorer (length-sorted batches) and a reference-style loop (fixed batches
-of 8 in file order, no sorting). Prints items/s, their ratio, padding shares and the largest score
-difference. Targets: ratio >= 2.0, difference <= 1e-5. Then the opt-in bfloat16 mode on the same
-weights: its speed and its score error against fp32.
+"""Scoring the full sandbox RewardBench 2 with a ~20M-parameter sequence-classification RM, three ways
+in one process: rlexp's scorer (shared prefixes, the rest in length-sorted batches), the same
+without shared prefixes, and a reference-style loop (fixed batches of 8 in file order, no sorting).
+Prints items/s, their ratio, padding shares and the largest score difference. Targets: ratio >=
+2.0, difference <= 1e-5. Then the opt-in bfloat16 mode on the same weights (its speed and its score
+error against fp32), and the Chatbot Arena-Personalized analogue (each vote's two responses after
+the user's history) with and without shared prefixes.
 
     python perf/scoring_speed.py
 """
@@ -93,6 +95,25 @@ def main() -> None:
           f"{t_fast / t_low:.2f}x fp32; CPU bf16 units: {', '.join(units)})")
     print(f"bfloat16 error   : max |difference| {np.max(np.abs(low - fast)):.2e}, mean {np.mean(np.abs(low - fast)):.2e} "
           f"(score sd {np.std(fast):.2e}); Spearman with fp32 {spearmanr(low, fast).statistic:.5f}")
+    comparison(scorer, RewardModelScorer(model, tok, ScorerConfig(batch_size=32, max_length=2048, share_prefix=False)))
+
+
+def comparison(shared: object, whole: object) -> None:
+    """The sandbox Chatbot Arena-Personalized votes with their users' history, as `evaluate` scores them."""
+    from rlexp.benchmarks.runners import run_user_pairs
+    from rlexp.tasks.evaluate import _user_pair_benchmark
+
+    cases = _user_pair_benchmark(compose("evaluate", "rm=x", "benchmark=comparison"), "arena", {})
+    timed = {}
+    for name, scorer in (("shared", shared), ("whole", whole)):
+        t0 = time.perf_counter()
+        _, rows = run_user_pairs(scorer, cases, mode="history", k=2, separator="\n\n", name="arena")
+        timed[name] = (time.perf_counter() - t0, np.array([r["chosen_score"] for r in rows]))
+    n = 2 * len(cases)
+    print(f"Arena-Personalized analogue, {n} responses after the user's history:")
+    print(f"  shared prefixes: {n / timed['shared'][0]:8.1f} items/s; whole: {n / timed['whole'][0]:8.1f} items/s; "
+          f"{timed['whole'][0] / timed['shared'][0]:.2f}x; max |difference| "
+          f"{np.max(np.abs(timed['shared'][1] - timed['whole'][1])):.2e}")
 
 
 if __name__ == "__main__":

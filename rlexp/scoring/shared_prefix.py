@@ -9,6 +9,7 @@ exact whatever the chat template or tokenizer merges at the boundary.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -44,7 +45,7 @@ def prefix_groups(ids: Sequence[Sequence[int]], keep: Sequence[int], max_members
     """
     order = sorted(range(len(ids)), key=lambda i: ids[i])
     # neighbour[k]: what order[k - 1] and order[k] may share.
-    neighbour = [0] + [min(_common(ids[a], ids[b], len(ids[a])), keep[a], keep[b]) for a, b in zip(order, order[1:])]
+    neighbour = [0] + [min(_common(ids[a], ids[b], len(ids[a])), keep[a], keep[b]) for a, b in itertools.pairwise(order)]
     saved = [0] * (len(order) + 1)  # saved[e]: the most tokens saved among the first e sequences
     start = [0] * (len(order) + 1)  # where the last run of that best split starts
     for end in range(1, len(order) + 1):

@@ -1,5 +1,5 @@
 """Every bad input is one line on stderr naming what to fix, exit code 2, and leaves no record and
-no artifact folder behind. Each case runs the real CLI in a subprocess against the shared test store."""
+no artifact folder behind. Each case runs the real CLI in a subprocess against a copy of the shared test store."""
 
 from __future__ import annotations
 
@@ -163,8 +163,12 @@ def _snapshot(world: Path) -> set[str]:
     return {str(p.relative_to(runs)) for sub in ("records", "artifacts") for p in (runs / sub).glob("*/*")}
 
 
-def test_bad_inputs_are_one_line_exit_2_and_leave_nothing(world: Path, rms: dict[str, str],
-                                                          fixtures: dict[str, Path]) -> None:
+def test_bad_inputs_are_one_line_exit_2_and_leave_nothing(world_root: Path, rms: dict[str, str],
+                                                          fixtures: dict[str, Path], tmp_path: Path) -> None:
+    # A copy of the shared store: tests in another worker process may add records to the shared one
+    # meanwhile, and this test asserts that nothing was added.
+    world = tmp_path / "world"
+    shutil.copytree(world_root / "runs", world / "runs", ignore=shutil.ignore_patterns(".*.lock"))
     cases = _cases(world, rms, fixtures)
     assert len(cases) >= 30 and len({c[0] for c in cases}) == len(cases)
     before = _snapshot(world)

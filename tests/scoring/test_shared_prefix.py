@@ -35,7 +35,7 @@ def _runs(order: list[int]):
     """Every split of ``order`` into consecutive runs."""
     for cuts in itertools.product((False, True), repeat=len(order) - 1):
         runs, run = [], [order[0]]
-        for item, cut in zip(order[1:], cuts):
+        for item, cut in zip(order[1:], cuts, strict=True):
             if cut:
                 runs.append(tuple(run))
                 run = []
