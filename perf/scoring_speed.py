@@ -43,7 +43,7 @@ def main() -> None:
     model = AutoModelForSequenceClassification.from_config(config).eval()
     params = sum(p.numel() for p in model.parameters())
 
-    scorer = RewardModelScorer(model, tok, ScorerConfig(batch_size=32, max_length=2048))
+    scorer = RewardModelScorer(model, tok, ScorerConfig(batch_size=32, max_length=2048, share_prefix=True))
     rendered = [scorer.render(x) for x in queries]
     lengths = np.array([len(ids) for ids in scorer.encode(rendered)])
 

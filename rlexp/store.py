@@ -53,7 +53,7 @@ def content_hash(obj: Any, length: int = 16) -> str:
 HASH_NEUTRAL: dict[tuple[str, str], Any] = {
     ("scorer", "tokenizer"): "auto",
     ("scorer", "tokenizer_check"): None,
-    ("scorer", "share_prefix"): True,
+    ("scorer", "share_prefix"): False,
     ("prompts", "tasks"): {},  # suite prompt sets; every older prompt set has none
     ("sampling", "vllm_engine"): {},
     ("sampling", "policy_profile"): "posts",  # every older pool showed the policy the posts  # the vllm backend's engine settings; the hf backend has none

@@ -131,8 +131,9 @@ class ScorerConfig:
     device: str = "auto"  # auto | cpu | cuda | cuda:N (any torch device string)
     sort_by_length: bool = True
     # Responses that start the same way (one prompt's completions, one user's history) share the
-    # model's pass over that start: scores equal to ~1e-6, fewer tokens run. Decoder RMs only.
-    share_prefix: bool = True
+    # model's pass over that start: fewer tokens run, scores equal to ~1e-6 but not bit for bit, so
+    # it is opt-in (and hashed when on): existing records and studies reproduce exactly. Decoder RMs.
+    share_prefix: bool = False
     fallback_template: str = "tulu"
     trust_remote_code: bool = False
     judge_mode: JudgeMode = JudgeMode.ratings  # generative judges on RB2

@@ -3,9 +3,9 @@
 Input rendering follows the RewardBench 2 / Personalized RewardBench pipelines: the conversation
 [user: prompt (+ profile per mode), assistant: response] rendered with the RM tokenizer's chat
 template (no system prompt, no generation prompt), a duplicated leading BOS masked out, the raw
-logit as the score. Unlike the reference loop, inputs that start with the same tokens (a prompt's
-completions) share one pass over that start (``shared_prefix``), the rest go in batches of sorted
-length so padding is small; scores come back in input order and do not depend on batching or
+logit as the score. Unlike the reference loop, batches are formed by sorted length so padding is
+small, and with ``share_prefix`` inputs that start with the same tokens (a prompt's completions)
+share one pass over that start; scores come back in input order and do not depend on batching or
 sharing (tested to 1e-5).
 """
 

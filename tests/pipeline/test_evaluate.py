@@ -46,7 +46,7 @@ def test_personal_rm_with_planner_beats_chance_on_prb(world: Path, rms: dict[str
     assert planner["accuracy"] > none["accuracy"] + 0.08
 
 
-def test_scores_do_not_depend_on_batching_sorting_padding_or_reload(world: Path, rms: dict[str, str]) -> None:
+def test_scores_do_not_depend_on_batching_sorting_padding_sharing_or_reload(world: Path, rms: dict[str, str]) -> None:
     from rlexp import inputs
     from rlexp.config.nodes import ScorerConfig
     from rlexp.data.loaders import load_rb2
@@ -63,6 +63,8 @@ def test_scores_do_not_depend_on_batching_sorting_padding_or_reload(world: Path,
     left = RewardModelScorer.from_pretrained(str(path), ScorerConfig(batch_size=16))
     left.tokenizer.padding_side = "left"
     assert np.max(np.abs(left.score(items) - ref)) <= 1e-5
+    shared = RewardModelScorer.from_pretrained(str(path), ScorerConfig(batch_size=16, share_prefix=True))
+    assert np.max(np.abs(shared.score(items) - ref)) <= 1e-5
 
 
 def test_bad_inputs(world: Path, rms: dict[str, str], tmp_path: Path) -> None:

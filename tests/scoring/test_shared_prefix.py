@@ -104,5 +104,5 @@ def test_shared_prefix_scores_equal_whole_sequence_scores(arch: str, chat_format
     if tok.bos_token:
         texts += [tok.bos_token + whole.render(x) for x in items[4:]]
     ref = whole.score_texts(texts)
-    got = RewardModelScorer(model, tok, ScorerConfig(batch_size=4)).score_texts(texts)
+    got = RewardModelScorer(model, tok, ScorerConfig(batch_size=4, share_prefix=True)).score_texts(texts)
     assert np.max(np.abs(got - ref)) <= 1e-5
