@@ -19,9 +19,8 @@ from rlexp.data.schemas import PRBItem, RB2Item
 from rlexp.scorer import ScoreInput, Scorer
 
 
-def score_chunked(scorer: Scorer, inputs: list[ScoreInput], desc: str, progress: bool, chunk: int = 1024) -> np.ndarray:
-    """Score in chunks so the progress bar moves; the scorer still batches (and shares prefixes)
-    within a chunk."""
+def score_chunked(scorer: Scorer, inputs: list[ScoreInput], desc: str, progress: bool, chunk: int = 256) -> np.ndarray:
+    """Score in chunks so the progress bar moves; the scorer still batches within a chunk."""
     from tqdm.auto import tqdm
 
     out = np.empty(len(inputs), dtype=np.float64)
