@@ -98,7 +98,8 @@ def test_bad_inputs(world: Path, rms: dict[str, str]) -> None:
     from rlexp.downstream.pool_scoring import pool_matrix
     from rlexp.errors import DataError
 
-    pool = next(r for r in Store(world / "runs").records("sample") if r.config["prompts"]["name"] == "general")
+    # The small general pool (built here unless an earlier test already did: then a cache hit).
+    pool, _ = inputs.pool(compose("bon", f"rm={rms['llama_general']}", "prompts=general", *SMALL))
     pers, _ = inputs.data_ref("sandbox:prompts/personalized", compose("sample"))
     with pytest.raises(DataError, match="does not match the prompt set"):
         pool_matrix(str(Store(world / "runs").resolve(pool.artifacts["pool"])), load_prompts(pers, limit=10))
