@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -159,7 +159,8 @@ class RewardModelScorer:
         with torch.inference_mode():
             if cache_arg:
                 pad = self.tokenizer.pad_token_id
-                keep = [max((j for j, t in enumerate(seq) if t != pad), default=0) for seq in ids]
+                # The head reads the last non-pad token: it must stay in every member's own tail.
+                keep = [next((j for j in range(len(seq) - 1, -1, -1) if seq[j] != pad), 0) for seq in ids]
                 groups, rest = prefix_groups(ids, keep, max_members=bs)
                 self._score_groups(ids, groups, scores, cache_arg)
             self._score_whole(ids, rest, scores)
@@ -182,69 +183,70 @@ class RewardModelScorer:
         bos = self.tokenizer.bos_token_id
         return 0 if bos is not None and len(seq) > 1 and seq[0] == bos and seq[1] == bos else 1
 
-    def _score_whole(self, ids: list[list[int]], rest: Sequence[int], scores: np.ndarray) -> None:
+    def _padded(self, seqs: Sequence[Sequence[int]], left: bool = False) -> tuple[Any, Any]:
+        """(input ids, attention mask) of ``seqs`` padded to the longest, on the given side."""
         import torch
 
+        width = max(len(s) for s in seqs)
+        input_ids = torch.full((len(seqs), width), self.tokenizer.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for row, seq in enumerate(seqs):
+            sl = slice(width - len(seq), width) if left else slice(0, len(seq))
+            input_ids[row, sl] = torch.tensor(seq, dtype=torch.long)
+            mask[row, sl] = 1
+        return input_ids, mask
+
+    def _score_whole(self, ids: list[list[int]], rest: Sequence[int], scores: np.ndarray) -> None:
         rest = np.asarray(rest, dtype=np.int64)
         if self.settings.sort_by_length:
             rest = rest[np.argsort([len(ids[i]) for i in rest], kind="stable")]
-        pad = self.tokenizer.pad_token_id
         left = getattr(self.tokenizer, "padding_side", "right") == "left"
         bs = max(1, int(self.settings.batch_size))
         for start in range(0, len(rest), bs):
             idx = rest[start : start + bs]
             batch = [ids[i] for i in idx]
-            width = max(len(s) for s in batch)
-            input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            input_ids, mask = self._padded(batch, left)
             for row, seq in enumerate(batch):
-                sl = slice(width - len(seq), width) if left else slice(0, len(seq))
-                input_ids[row, sl] = torch.tensor(seq, dtype=torch.long)
-                mask[row, sl] = 1
-                mask[row, sl.start] = self._first_mask(seq)
+                mask[row, mask.shape[1] - len(seq) if left else 0] = self._first_mask(seq)
             scores[idx] = self._forward(input_ids, mask)
+
+    @staticmethod
+    def _chunks(groups: list[PrefixGroup], ids: list[list[int]], bs: int) -> Iterator[list[PrefixGroup]]:
+        """Groups in runs of at most ``bs`` members (a larger group alone), ordered by their longest
+        tail: tails are most of the rows, so that is where padding would cost."""
+        chunk: list[PrefixGroup] = []
+        members = 0
+        for group in sorted(groups, key=lambda g: (max(len(ids[m]) for m in g.members) - g.prefix, g.prefix)):
+            if chunk and members + len(group.members) > bs:
+                yield chunk
+                chunk, members = [], 0
+            chunk.append(group)
+            members += len(group.members)
+        if chunk:
+            yield chunk
 
     def _score_groups(self, ids: list[list[int]], groups: list[PrefixGroup], scores: np.ndarray, cache_arg: str) -> None:
         """Each group's prefix once (batched, its cache kept), then every member's tail against it.
         Positions are explicit, so a short prefix padded inside the batch changes no score."""
         import torch
 
-        pad = self.tokenizer.pad_token_id
-        bs = max(1, int(self.settings.batch_size))
-        # Tails are most of the rows, so batches follow their length (a group's tails stay together).
-        groups = sorted(groups, key=lambda g: (max(len(ids[m]) for m in g.members) - g.prefix, g.prefix))
-        chunk: list[PrefixGroup] = []
-        for at, group in enumerate(groups):
-            chunk.append(group)
-            full = at + 1 == len(groups) or sum(len(g.members) for g in chunk) + len(groups[at + 1].members) > bs
-            if not full:
-                continue
-            width = max(g.prefix for g in chunk)
-            head = torch.full((len(chunk), width), pad, dtype=torch.long)
-            head_mask = torch.zeros((len(chunk), width), dtype=torch.long)
+        for chunk in self._chunks(groups, ids, max(1, int(self.settings.batch_size))):
+            head, head_mask = self._padded([ids[g.members[0]][: g.prefix] for g in chunk])
             for row, g in enumerate(chunk):
-                head[row, : g.prefix] = torch.tensor(ids[g.members[0]][: g.prefix], dtype=torch.long)
-                head_mask[row, : g.prefix] = 1
                 head_mask[row, 0] = self._first_mask(ids[g.members[0]])
+            width = head.shape[1]
             cache = self.model(input_ids=head.to(self.device), attention_mask=head_mask.to(self.device),
                                position_ids=torch.arange(width).expand(len(chunk), -1).to(self.device), use_cache=True)[cache_arg]
             rows = [(row, m) for row, g in enumerate(chunk) for m in g.members]
             of_group = torch.tensor([row for row, _ in rows], dtype=torch.long)
             starts = torch.tensor([chunk[row].prefix for row, _ in rows], dtype=torch.long)
-            tail_width = max(len(ids[m]) - chunk[row].prefix for row, m in rows)
-            tail = torch.full((len(rows), tail_width), pad, dtype=torch.long)
-            tail_mask = torch.zeros((len(rows), tail_width), dtype=torch.long)
-            for r, (row, m) in enumerate(rows):
-                own = ids[m][chunk[row].prefix :]
-                tail[r, : len(own)] = torch.tensor(own, dtype=torch.long)
-                tail_mask[r, : len(own)] = 1
+            tail, tail_mask = self._padded([ids[m][chunk[row].prefix :] for row, m in rows])
             cache.reorder_cache(of_group.to(self.device))
             mask = torch.cat([head_mask[of_group], tail_mask], dim=1)
             logits = self.model(input_ids=tail.to(self.device), attention_mask=mask.to(self.device),
-                                position_ids=(starts[:, None] + torch.arange(tail_width)).to(self.device),
+                                position_ids=(starts[:, None] + torch.arange(tail.shape[1])).to(self.device),
                                 **{cache_arg: cache}).logits
             scores[[m for _, m in rows]] = self._last_scores(logits, len(rows))
-            chunk = []
 
     def _forward(self, input_ids: Any, mask: Any) -> np.ndarray:
         input_ids = input_ids.to(self.device)
