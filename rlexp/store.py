@@ -54,6 +54,7 @@ HASH_NEUTRAL: dict[tuple[str, str], Any] = {
     ("scorer", "tokenizer"): "auto",
     ("scorer", "tokenizer_check"): None,
     ("scorer", "share_prefix"): False,
+    ("tiny", "pack_batches"): False,  # a tiny lineage trained on packed batches
     ("prompts", "tasks"): {},  # suite prompt sets; every older prompt set has none
     ("sampling", "vllm_engine"): {},
     ("sampling", "policy_profile"): "posts",  # every older pool showed the policy the posts  # the vllm backend's engine settings; the hf backend has none

@@ -77,6 +77,10 @@ class TinyConfig:
     batch_size: int = 32
     max_length: int = 256
     seed: int = 0
+    # Each batch's rows packed into few rows of at most max_length tokens (rlexp.models.batch_packing):
+    # the same examples per step, ~6x fewer tokens in pretraining and ~2x in SFT, losses equal to
+    # float noise. Hashed only when on, so lineages stored before it existed keep their ids.
+    pack_batches: bool = True
 
 
 @dataclass

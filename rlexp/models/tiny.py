@@ -59,6 +59,7 @@ class TinySpec:
     batch_size: int
     max_length: int
     seed: int
+    pack_batches: bool = False  # see TinyConfig.pack_batches
 
 
 def build_tokenizer(lines: Sequence[str], spec: TinySpec) -> Any:
@@ -145,6 +146,16 @@ def _sft_args(out: Path, spec: TinySpec, epochs: float, **extra: Any) -> Any:
     )
 
 
+def _collator(spec: TinySpec, tokenizer: Any) -> Any:
+    """A collator packing each batch into few rows when ``spec.pack_batches`` (see
+    :mod:`rlexp.models.batch_packing`), else None: the trainer's own, padded."""
+    if not spec.pack_batches:
+        return None
+    from rlexp.models.batch_packing import PackedBatchCollator
+
+    return PackedBatchCollator(pad_token_id=tokenizer.pad_token_id, max_length=spec.max_length)
+
+
 def pretrain(model: Any, tokenizer: Any, lines: Sequence[str], spec: TinySpec, out: Path) -> dict[str, float]:
     """Language-model pretraining on plain text with TRL's SFTTrainer (text field)."""
     from datasets import Dataset
@@ -152,7 +163,9 @@ def pretrain(model: Any, tokenizer: Any, lines: Sequence[str], spec: TinySpec, o
 
     ds = Dataset.from_dict({"text": list(lines)})
     args = _sft_args(out / "_pretrain", spec, spec.pretrain_epochs, dataset_text_field="text", packing=False)
-    trainer = drop_log_printer(SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tokenizer))
+    trainer = drop_log_printer(
+        SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tokenizer, data_collator=_collator(spec, tokenizer))
+    )
     result = trainer.train()
     return {"pretrain/loss": float(result.training_loss), "pretrain/steps": int(result.global_step)}
 
@@ -175,7 +188,9 @@ def instruct_tune(
         }
     )
     args = _sft_args(out / "_sft", spec, spec.sft_epochs)
-    trainer = drop_log_printer(SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tokenizer))
+    trainer = drop_log_printer(
+        SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tokenizer, data_collator=_collator(spec, tokenizer))
+    )
     result = trainer.train()
     return {"sft/loss": float(result.training_loss), "sft/steps": int(result.global_step)}
 
