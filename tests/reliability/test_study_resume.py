@@ -84,15 +84,23 @@ def test_quick_study_outputs_and_resume(world: Path, rms: dict[str, str], tmp_pa
     _check_page_one((report / "report.md").read_text())
 
     # Killed twice (while evaluating and sampling; while training PPO), resumed each time: the same
-    # tables as the uninterrupted run. The store starts with the first run's lineages and RMs (a
-    # killed RM training resumes from its checkpoint: tests/pipeline/test_train_rm_slow.py).
+    # tables as the uninterrupted run. The store starts with the first run's lineages, RMs and half
+    # its evaluations (a killed RM training resumes from its checkpoint:
+    # tests/pipeline/test_train_rm_slow.py).
     second = tmp_path / "resumed"
-    _seed_store(first, second, ("data", "lineage", "train_rm"))
+    _seed_store(first, second, ("data", "lineage", "train_rm", "evaluate"))
+    # Half the evaluations are left to do (and to be killed in): the other half is what a killed
+    # study had finished.
+    evaluations = sorted((second / "runs" / "records" / "evaluate").glob("*.json"))
+    for record in evaluations[::2]:
+        record.unlink()
+        shutil.rmtree(second / "runs" / "artifacts" / "evaluate" / record.stem, ignore_errors=True)
+    kept = len(evaluations) - len(evaluations[::2])
 
     def count(task: str) -> int:
         return len(list((second / "runs" / "records" / task).glob("*.json")))
 
-    for task, at in (("evaluate", 3), ("ppo", 1)):
+    for task, at in (("evaluate", kept + 3), ("ppo", 1)):
         proc = _study(second, background=True)
         deadline = time.time() + 900
         while time.time() < deadline and proc.poll() is None and count(task) < at:
