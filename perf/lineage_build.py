@@ -9,11 +9,13 @@ what packing saves. Each lineage trains in its own process on one thread, as the
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from _common import compose, use_root
 
@@ -31,11 +33,10 @@ print(time.perf_counter() - t, lin.record_id)
 
 
 def _build(name: str, packed: bool) -> tuple[float, str]:
-    from pathlib import Path
-
+    """(seconds, record id) of one lineage built in a fresh one-thread process."""
     code = BUILD.format(perf=str(Path(__file__).resolve().parent), name=name, packed=str(packed).lower())
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env={
-        **__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     seconds, rid = out.stdout.split()[-2:]
     return float(seconds), rid
 
@@ -52,7 +53,8 @@ def main() -> None:
     for packed in (False, True):
         t0 = time.perf_counter()
         with ThreadPoolExecutor(2) as pool:  # both lineages at once, one core each
-            built = dict(zip(LINEAGES, pool.map(lambda n: _build(n, packed), LINEAGES)))
+            futures = {name: pool.submit(_build, name, packed) for name in LINEAGES}
+            built = {name: future.result() for name, future in futures.items()}
         wall = time.perf_counter() - t0
         label = "packed" if packed else "padded"
         for name, (seconds, rid) in built.items():

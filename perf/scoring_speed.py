@@ -100,10 +100,10 @@ def main() -> None:
 
 def comparison(shared: object, whole: object) -> None:
     """The sandbox Chatbot Arena-Personalized votes with their users' history, as `evaluate` scores them."""
+    from rlexp import inputs
     from rlexp.benchmarks.runners import run_user_pairs
-    from rlexp.tasks.evaluate import _user_pair_benchmark
 
-    cases = _user_pair_benchmark(compose("evaluate", "rm=x", "benchmark=comparison"), "arena", {})
+    cases = inputs.user_pair_benchmark(compose("evaluate", "rm=x", "benchmark=comparison"), "arena", {})
     timed = {}
     for name, scorer in (("shared", shared), ("whole", whole)):
         t0 = time.perf_counter()

@@ -24,11 +24,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from omegaconf import DictConfig, OmegaConf
 
+from rlexp.benchmarks.user_pairs import UserPairCase, user_pair_cases
 from rlexp.config import CONF_DIR
 from rlexp.config.choices import JudgeName, SamplingBackend
 from rlexp.config.nodes import JudgeConfig, ModelConfig, SamplingConfig
 from rlexp.config.tasks import SampleConfig
-from rlexp.data.loaders import load_prompt_set
+from rlexp.data.loaders import load_prism_survey, load_prompt_set, load_user_pairs
 from rlexp.data.schemas import PromptItem
 from rlexp.downstream.pool_scoring import pool_matrix, score_pool_texts
 from rlexp.downstream.sampling import HFSampler, Sampler, write_pool
@@ -70,6 +71,25 @@ def data_ref(ref: str, cfg: DictConfig) -> tuple[str, str | None]:
     if on_policy.is_on_policy_ref(ref):
         return on_policy.on_policy_pairs(ref, cfg)
     return worlds.data_ref(ref, cfg)
+
+
+def user_pair_benchmark(cfg: DictConfig, name: str, ids: dict[str, str]) -> list[UserPairCase]:
+    """The scored votes of Chatbot Arena- or PRISM-Personalized (``cfg.benchmark[name]``) with their
+    users' context; records the data it read in ``ids`` (the evaluation's inputs)."""
+    b = cfg.benchmark[name]
+    persona = str(b.user_context) == "persona"
+    if persona and b.survey is None:
+        raise ConfigError(f"benchmark.{name}.user_context=persona needs benchmark.{name}.survey (PRISM's survey)")
+    path, data_id = data_ref(b.source, cfg)
+    items = load_user_pairs(path, split=str(b.split))
+    ids[name] = data_id or path
+    surveys = None
+    if persona:
+        survey_path, survey_id = data_ref(b.survey, cfg)
+        surveys = load_prism_survey(survey_path)
+        ids[f"{name}_survey"] = survey_id or survey_path
+    cases = user_pair_cases(items, str(b.eval_split), surveys)
+    return cases[: b.limit] if b.limit is not None else cases
 
 
 # --- lineages and policies ----------------------------------------------------------------------

@@ -19,10 +19,10 @@ from omegaconf import DictConfig, OmegaConf
 from rlexp import inputs
 from rlexp.benchmarks.rewardbench2_math import score_rewardbench2
 from rlexp.benchmarks.runners import run_personalized, run_rewardbench2, run_user_pairs
-from rlexp.benchmarks.user_pairs import UserPairCase, user_pair_cases
+from rlexp.benchmarks.user_pairs import UserPairCase
 from rlexp.config import CONF_DIR
 from rlexp.config.nodes import ProfileConfig, ScorerConfig
-from rlexp.data.loaders import load_prb, load_prism_survey, load_rb2, load_user_pairs
+from rlexp.data.loaders import load_prb, load_rb2
 from rlexp.data.schemas import USER_PAIR_SETS
 from rlexp.errors import ConfigError, DataError
 from rlexp.models.chat_lm import ChatLM
@@ -153,24 +153,6 @@ def _evaluate(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any] | None
     return _evaluate_scalar(ctx, cfg, rm, rb2, prb, users)
 
 
-def _user_pair_benchmark(cfg: DictConfig, name: str, ids: dict[str, str]) -> list[UserPairCase]:
-    """The scored votes of Chatbot Arena- or PRISM-Personalized (``name``) with their users' context."""
-    b = cfg.benchmark[name]
-    persona = str(b.user_context) == "persona"
-    if persona and b.survey is None:
-        raise ConfigError(f"benchmark.{name}.user_context=persona needs benchmark.{name}.survey (PRISM's survey)")
-    path, data_id = inputs.data_ref(b.source, cfg)
-    items = load_user_pairs(path, split=str(b.split))
-    ids[name] = data_id or path
-    surveys = None
-    if persona:
-        survey_path, survey_id = inputs.data_ref(b.survey, cfg)
-        surveys = load_prism_survey(survey_path)
-        ids[f"{name}_survey"] = survey_id or survey_path
-    cases = user_pair_cases(items, str(b.eval_split), surveys)
-    return cases[: b.limit] if b.limit is not None else cases
-
-
 def _judge_ref(cfg: DictConfig) -> RMRef | None:
     """A generative judge may be named by lineage (``rm=tiny_qwen``): its instruct checkpoint."""
     if not (CONF_DIR / "model" / f"{cfg.rm}.yaml").is_file():
@@ -207,7 +189,7 @@ def run(cfg: DictConfig) -> Record:
         if not prb:
             raise DataError(f"Personalized RewardBench source {path}: no rows to score (domains={domains}, limit={b.limit})")
         ids["prb"] = data_id or path
-    users = {name: _user_pair_benchmark(cfg, name, ids) for name in USER_PAIR_SETS if cfg.benchmark.get(name) is not None}
+    users = {name: inputs.user_pair_benchmark(cfg, name, ids) for name in USER_PAIR_SETS if cfg.benchmark.get(name) is not None}
     return execute("evaluate", cfg, lambda ctx: _evaluate(ctx, cfg, rm, rb2, prb, users), ids)
 
 
