@@ -129,16 +129,16 @@ def test_quick_study_outputs_and_resume(world: Path, rms: dict[str, str], tmp_pa
     assert "wrote record" not in again.stdout + again.stderr
     assert time.time() - start < 120
 
-    # A second training seed, on the personal mix alone (the PPO picks' mix): its seed-0 steps are
-    # cache hits, seed 1 trains 2 more RMs and runs the PPO picks again, and the report shows the
-    # seed-to-seed spread.
+    # A second training seed on two of the three mixes (the PPO picks' personal mix and general: four
+    # RMs per seed, enough for a per-seed ρ): its seed-0 steps are cache hits, seed 1 trains 4 more
+    # RMs and runs the PPO picks again, and the report shows the seed-to-seed spread.
     rm_ids = {p.stem for p in (first / "runs" / "records" / "train_rm").glob("*.json")}
-    seeded = _study(first, "study.seeds=[0,1]", "study.mixes=[personal]")
+    seeded = _study(first, "study.seeds=[0,1]", "study.mixes=[general,personal]")
     assert seeded.returncode == 0, seeded.stderr[-3000:]
     after = {p.stem for p in (first / "runs" / "records" / "train_rm").glob("*.json")}
-    assert rm_ids < after and len(after) == len(rm_ids) + 2
+    assert rm_ids < after and len(after) == len(rm_ids) + 4
     text = max((first / "runs" / "artifacts" / "correlate").glob("*/report.md"), key=lambda p: p.stat().st_mtime).read_text()
     page, appendices = text.split("\n# Appendices\n", 1)
-    assert "**Grid.** 4 trained reward models" in page and "2 seeds (0, 1)" in page
+    assert "**Grid.** 8 trained reward models" in page and "2 seeds (0, 1)" in page
     assert "ρ per seed (range)" in page and "Seed-to-seed SD of the downstream gains" in page
     assert "| seed=0 |" in appendices and "| seed=1 |" in appendices
