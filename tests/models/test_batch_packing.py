@@ -24,7 +24,10 @@ SPECS = {
 def _rows(n: int) -> list[tuple[str, str, str]]:
     rng = random.Random(0)
     words = ["rice", "bread", "garden", "tomato", "bike", "paint", "judge", "answer", "user", "cook"]
-    say = lambda k: " ".join(rng.choice(words) for _ in range(k))  # noqa: E731
+
+    def say(k: int) -> str:
+        return " ".join(rng.choice(words) for _ in range(k))
+
     return [(say(rng.randint(1, 12)), say(rng.randint(1, 30)), "be brief" if i % 3 == 0 else "") for i in range(n)]
 
 
