@@ -9,36 +9,13 @@ what packing saves. Each lineage trains in its own process on one thread, as the
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from functools import partial
 
 from _common import compose, use_root
 
 LINEAGES = ("tiny_llama", "tiny_qwen")
-BUILD = """
-import sys, time, torch
-sys.path.insert(0, {perf!r})
-from _common import compose
-from rlexp import inputs
-torch.set_num_threads(1)
-t = time.perf_counter()
-lin = inputs.lineage(compose("train_rm", "model={name}", "model.tiny.pack_batches={packed}"))
-print(time.perf_counter() - t, lin.record_id)
-"""
-
-
-def _build(name: str, packed: bool) -> tuple[float, str]:
-    """(seconds, record id) of one lineage built in a fresh one-thread process."""
-    code = BUILD.format(perf=str(Path(__file__).resolve().parent), name=name, packed=str(packed).lower())
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
-    seconds, rid = out.stdout.split()[-2:]
-    return float(seconds), rid
 
 
 def main() -> None:
@@ -46,20 +23,27 @@ def main() -> None:
     shutil.rmtree(root / "runs" / "records" / "lineage", ignore_errors=True)
     shutil.rmtree(root / "runs" / "artifacts" / "lineage", ignore_errors=True)
     from rlexp import inputs
+    from rlexp.job_graph import Job, run_jobs
     from rlexp.store import Store
+    from rlexp.tasks.study import Step, run_step
 
     inputs.sandbox_world(compose("train_rm"))
     store = Store(root / "runs")
     for packed in (False, True):
-        t0 = time.perf_counter()
-        with ThreadPoolExecutor(2) as pool:  # both lineages at once, one core each
-            futures = {name: pool.submit(_build, name, packed) for name in LINEAGES}
-            built = {name: future.result() for name, future in futures.items()}
-        wall = time.perf_counter() - t0
         label = "packed" if packed else "padded"
-        for name, (seconds, rid) in built.items():
-            m = store.get(rid, "lineage").metrics
-            print(f"{label} {name:<11} {seconds:6.1f}s  pretrain loss {m['pretrain/loss']:.4f}  sft loss {m['sft/loss']:.4f}")
+        # As the study builds them: two worker processes of one thread each, one lineage per worker.
+        overrides = {n: ["logger=none", "progress=false", f"model={n}", f"model.tiny.pack_batches={str(packed).lower()}"]
+                     for n in LINEAGES}
+        jobs = [Job(n, (), lambda _ids, n=n, o=o: Step("lineage", n, o, compose="train_rm")) for n, o in overrides.items()]
+        t0 = time.perf_counter()
+        results = run_jobs(jobs, partial(run_step, threads=1), 2)
+        wall = time.perf_counter() - t0
+        for name, (rid, err) in results.items():
+            assert rid is not None, f"{name}: {err}"
+            rec = store.get(rid, "lineage")
+            m = rec.metrics
+            print(f"{label} {name:<11} {rec.ended - rec.started:6.1f}s  pretrain loss {m['pretrain/loss']:.4f}  "
+                  f"sft loss {m['sft/loss']:.4f}")
         print(f"{label} both lineages (side by side): {wall:.1f}s")
     from rlexp.models.loading import load_causal_lm, load_tokenizer
 
