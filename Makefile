@@ -4,6 +4,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.rlexp-installed
 PYTEST_ARGS ?=
+# Two pytest-xdist workers of one torch thread each (tests/conftest.py): most tests keep one core busy,
+# the machines have two. TEST_WORKERS=0 runs the suite in one process.
+TEST_WORKERS ?= 2
 
 .PHONY: study test setup lint clean vllm-env
 
@@ -36,7 +39,7 @@ study: $(STAMP)
 	@$(VENV)/bin/rlexp study experiment=$${EXPERIMENT:-sandbox_study}
 
 test: $(STAMP)
-	@WANDB_MODE=disabled $(PY) -m pytest -q --durations=15 $(PYTEST_ARGS)
+	@WANDB_MODE=disabled $(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=15 $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	@$(VENV)/bin/ruff check rlexp tests perf

@@ -11,6 +11,26 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # `make test` runs two pytest-xdist workers on two cores: one torch thread each, here and in every
+    # subprocess a test starts. Two threads per worker oversubscribed the cores (the suite took > 36 min).
+    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ["MKL_NUM_THREADS"] = "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER") and "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
+
+
+# The longest test, which needs the shared world, runs first: its worker builds the world at once and
+# then runs it while the other worker takes the rest of the suite.
+FIRST = ("tests/reliability/test_study_resume.py::test_quick_study_outputs_and_resume",)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.nodeid not in FIRST)
+
 
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -62,6 +82,11 @@ def world_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if kept:
         Path(kept).mkdir(parents=True, exist_ok=True)
         return Path(kept)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # pytest -n: the workers share one world in the run's common temp folder.
+        shared = tmp_path_factory.getbasetemp().parent / "world"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("world")
 
 
@@ -102,7 +127,11 @@ def rms(world_root: Path) -> dict[str, str]:
             for m in ("tiny_llama", "tiny_qwen")]
     jobs += [Job(name, (f"lineage/{ov[0].split('=')[1]}",), lambda _ids, n=name, o=ov: Step("train_rm", n, [*common, *o]))
              for name, ov in specs.items()]
-    results = run_jobs(jobs, partial(run_step, threads=1), 2)
+    from filelock import FileLock
+
+    # One worker builds the world; another one waits here, then finds every step's record (cache hits).
+    with FileLock(str(world_root / ".build.lock")):
+        results = run_jobs(jobs, partial(run_step, threads=1), 2)
     failed = {k: err for k, (_, err) in results.items() if err}
     assert not failed, f"the test world failed to build: {failed}"
     return {name: str(results[name][0]) for name in specs}
