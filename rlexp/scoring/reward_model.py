@@ -5,13 +5,12 @@ Input rendering follows the RewardBench 2 / Personalized RewardBench pipelines: 
 template (no system prompt, no generation prompt), a duplicated leading BOS masked out, the raw
 logit as the score. Unlike the reference loop, batches are formed by sorted length so padding is
 small, and with ``share_prefix`` inputs that start with the same tokens (a prompt's completions)
-share one pass over that start; scores come back in input order and do not depend on batching or
+are packed in one row that runs that start once; scores come back in input order and do not depend on batching or
 sharing (tested to 1e-5).
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -89,6 +88,9 @@ class RewardModelScorer:
         self.planner = planner
         self.stats = ScoreStats()
         self._warned_template = False
+        # Packed shared prefixes are checked once against a whole-sequence score (see _score_groups).
+        self._packing_checked = False
+        self._packing_failed = False
         #: How the tokenizer was loaded and whether it drifts from tokenizer.json (set by from_pretrained).
         self.tokenizer_report: dict[str, Any] = {"class": type(tokenizer).__name__, "source": "given", "drift": None}
 
@@ -155,14 +157,14 @@ class RewardModelScorer:
         scores = np.full(len(ids), np.nan, dtype=np.float64)
         bs = max(1, int(self.settings.batch_size))
         rest: Sequence[int] = range(len(ids))
-        cache_arg = self._cache_argument()
+        parts = self._packed_parts()
         with torch.inference_mode():
-            if cache_arg:
+            if parts:
                 pad = self.tokenizer.pad_token_id
                 # The head reads the last non-pad token: it must stay in every member's own tail.
                 keep = [next((j for j in range(len(seq) - 1, -1, -1) if seq[j] != pad), 0) for seq in ids]
                 groups, rest = prefix_groups(ids, keep, max_members=bs)
-                self._score_groups(ids, groups, scores, cache_arg)
+                rest = self._score_groups(ids, groups, keep, scores, parts) + list(rest)
             self._score_whole(ids, rest, scores)
         self.stats.items += len(texts)
         if np.isnan(scores).any():
@@ -170,13 +172,14 @@ class RewardModelScorer:
             raise DataError(f"{self.name}: NaN score for input {bad}")
         return scores
 
-    def _cache_argument(self) -> str | None:
-        """The forward argument that takes a key/value cache (``cache`` in transformers 5, else
-        ``past_key_values``), when shared prefixes are on and the model is a decoder that takes one."""
-        if not self.settings.share_prefix or getattr(self.model.config, "is_encoder_decoder", False):
+    def _packed_parts(self) -> tuple[Any, Any] | None:
+        """(base model, per-position head) when shared prefixes are on and the model is a decoder
+        sequence classifier of the transformers kind (``<base_model_prefix>`` then ``score``), else None."""
+        if not self.settings.share_prefix or self._packing_failed or getattr(self.model.config, "is_encoder_decoder", False):
             return None
-        params = inspect.signature(self.model.forward).parameters
-        return next((name for name in ("cache", "past_key_values") if name in params), None)
+        base = getattr(self.model, getattr(self.model, "base_model_prefix", ""), None)
+        head = getattr(self.model, "score", None)
+        return (base, head) if base is not None and head is not None else None
 
     def _first_mask(self, seq: Sequence[int]) -> int:
         """0 for a template BOS followed by a tokenizer BOS (the RB2 pipeline masks the first), else 1."""
@@ -212,11 +215,14 @@ class RewardModelScorer:
 
     @staticmethod
     def _chunks(groups: list[PrefixGroup], ids: list[list[int]], bs: int) -> Iterator[list[PrefixGroup]]:
-        """Groups in runs of at most ``bs`` members (a larger group alone), ordered by their longest
-        tail: tails are most of the rows, so that is where padding would cost."""
+        """Groups in runs of at most ``bs`` members (a larger group alone), ordered by packed length
+        (the prefix once, then every member's tail), so rows of a batch are about as long."""
+        def length(g: PrefixGroup) -> int:
+            return g.prefix + sum(len(ids[m]) - g.prefix for m in g.members)
+
         chunk: list[PrefixGroup] = []
         members = 0
-        for group in sorted(groups, key=lambda g: (max(len(ids[m]) for m in g.members) - g.prefix, g.prefix)):
+        for group in sorted(groups, key=length):
             if chunk and members + len(group.members) > bs:
                 yield chunk
                 chunk, members = [], 0
@@ -225,28 +231,71 @@ class RewardModelScorer:
         if chunk:
             yield chunk
 
-    def _score_groups(self, ids: list[list[int]], groups: list[PrefixGroup], scores: np.ndarray, cache_arg: str) -> None:
-        """Each group's prefix once (batched, its cache kept), then every member's tail against it.
-        Positions are explicit, so a short prefix padded inside the batch changes no score."""
+    def _score_groups(self, ids: list[list[int]], groups: list[PrefixGroup], keep: Sequence[int], scores: np.ndarray,
+                      parts: tuple[Any, Any]) -> list[int]:
+        """Each group packed in one row, its prefix once and then every member's tail; each tail sees
+        the prefix and itself (a block mask) at the positions it has in its own sequence, so the
+        model runs every shared token once and no key/value cache is copied. Returns the members
+        left to score whole: all of them when the first packed batch disagrees with whole-sequence
+        scores (a model that ignores a 4D mask or explicit positions)."""
+        for chunk in self._chunks(groups, ids, max(1, int(self.settings.batch_size))):
+            members, got = self._packed_forward(ids, chunk, keep, parts)
+            if not self._packing_checked:
+                probe = members[int(np.argmax([len(ids[m]) for m in members]))]
+                input_ids, mask = self._padded([ids[probe]])
+                mask[0, 0] = self._first_mask(ids[probe])
+                whole = self._forward(input_ids, mask)[0]
+                self._packing_checked = True
+                if abs(whole - got[members.index(probe)]) > 1e-4 * max(1.0, abs(whole)):
+                    self._packing_failed = True
+                    log.warning("%s: packed shared-prefix scores differ from whole-sequence scores; scoring whole", self.name)
+                    return [m for g in groups for m in g.members]
+            scores[members] = got
+            self.stats.extra["packed"] = self.stats.extra.get("packed", 0) + len(members)
+        return []
+
+    def _packed_forward(self, ids: list[list[int]], chunk: list[PrefixGroup], keep: Sequence[int],
+                        parts: tuple[Any, Any]) -> tuple[list[int], np.ndarray]:
+        """Scores of a chunk's members, one packed row per group."""
         import torch
 
-        for chunk in self._chunks(groups, ids, max(1, int(self.settings.batch_size))):
-            head, head_mask = self._padded([ids[g.members[0]][: g.prefix] for g in chunk])
-            for row, g in enumerate(chunk):
-                head_mask[row, 0] = self._first_mask(ids[g.members[0]])
-            width = head.shape[1]
-            cache = self.model(input_ids=head.to(self.device), attention_mask=head_mask.to(self.device),
-                               position_ids=torch.arange(width).expand(len(chunk), -1).to(self.device), use_cache=True)[cache_arg]
-            rows = [(row, m) for row, g in enumerate(chunk) for m in g.members]
-            of_group = torch.tensor([row for row, _ in rows], dtype=torch.long)
-            starts = torch.tensor([chunk[row].prefix for row, _ in rows], dtype=torch.long)
-            tail, tail_mask = self._padded([ids[m][chunk[row].prefix :] for row, m in rows])
-            cache.reorder_cache(of_group.to(self.device))
-            mask = torch.cat([head_mask[of_group], tail_mask], dim=1)
-            logits = self.model(input_ids=tail.to(self.device), attention_mask=mask.to(self.device),
-                                position_ids=(starts[:, None] + torch.arange(tail.shape[1])).to(self.device),
-                                **{cache_arg: cache}).logits
-            scores[[m for _, m in rows]] = self._last_scores(logits, len(rows))
+        rows: list[list[int]] = []
+        segments: list[list[int]] = []  # 0: the shared prefix; k: the k-th member's tail
+        positions: list[list[int]] = []
+        ends: list[tuple[int, int, int]] = []  # (row, packed index of the scored token, member)
+        for row, g in enumerate(chunk):
+            tokens, segs, pos = list(ids[g.members[0]][: g.prefix]), [0] * g.prefix, list(range(g.prefix))
+            for k, m in enumerate(g.members, 1):
+                tail = ids[m][g.prefix :]
+                ends.append((row, len(tokens) + keep[m] - g.prefix, m))
+                tokens += tail
+                segs += [k] * len(tail)
+                pos += range(g.prefix, len(ids[m]))
+            rows.append(tokens)
+            segments.append(segs)
+            positions.append(pos)
+        input_ids, _ = self._padded(rows)
+        seg = torch.full(input_ids.shape, -1, dtype=torch.long)
+        position_ids = torch.zeros(input_ids.shape, dtype=torch.long)
+        for row, (segs, pos) in enumerate(zip(segments, positions, strict=True)):
+            seg[row, : len(segs)] = torch.tensor(segs)
+            position_ids[row, : len(pos)] = torch.tensor(pos)
+        width = input_ids.shape[1]
+        q, k = seg[:, :, None], seg[:, None, :]
+        allowed = (k >= 0) & (q >= 0) & ((k == 0) | (k == q)) & torch.ones(width, width, dtype=torch.bool).tril()
+        for row, g in enumerate(chunk):
+            if not self._first_mask(ids[g.members[0]]):
+                allowed[row, :, 0] = False
+        # Every query keeps itself, so no row (padding, a masked BOS) has nothing to attend to.
+        allowed |= torch.eye(width, dtype=torch.bool)
+        dtype = next(self.model.parameters()).dtype
+        mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)[:, None]
+        base, head = parts
+        hidden = base(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
+                      position_ids=position_ids.to(self.device)).last_hidden_state
+        at_rows = torch.tensor([r for r, _, _ in ends], device=self.device)
+        at_cols = torch.tensor([c for _, c, _ in ends], device=self.device)
+        return [m for _, _, m in ends], self._last_scores(head(hidden[at_rows, at_cols]), len(ends))
 
     def _forward(self, input_ids: Any, mask: Any) -> np.ndarray:
         input_ids = input_ids.to(self.device)

@@ -2,8 +2,8 @@
 
 A benchmark or a Best-of-N pool scores many responses to one prompt: RewardBench 2 four or more
 per prompt, a pool sixteen, Personalized RewardBench's comparison sets a long user history before
-each response. The scorer runs a group's common prefix once, keeps its key/value cache, and runs
-only each member's own tail against it. The grouping is by token ids, after tokenisation, so it is
+each response. The scorer packs a group into one row, its common prefix once and then each member's
+own tail, with a block mask and positions that let every tail see only the prefix and itself. The grouping is by token ids, after tokenisation, so it is
 exact whatever the chat template or tokenizer merges at the boundary.
 """
 
@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# A shorter common start is cheaper to run again than to cache and gather.
+# A shorter common start saves less than the longer rows and masks cost.
 MIN_PREFIX = 8
 
 

@@ -63,13 +63,16 @@ def test_groups_share_exact_prefixes_and_save_the_most_of_any_split_in_token_ord
 
 
 def _reward_model(arch: str, chat_format: str) -> tuple[object, object]:
-    from transformers import AutoModelForSequenceClassification
+    from transformers import AutoModelForSequenceClassification, GPT2Config
 
-    spec = tiny.TinySpec(arch=arch, chat_format=chat_format, vocab_size=300, hidden_size=32, num_layers=2,
+    spec = tiny.TinySpec(arch="llama" if arch == "gpt2" else arch, chat_format=chat_format, vocab_size=300, hidden_size=32, num_layers=2,
                          num_heads=2, intermediate_size=64, max_position=1024, corpus="a", pretrain_epochs=0,
                          sft_epochs=0, lr=1e-3, batch_size=8, max_length=128, seed=0)
     tok = tiny.build_tokenizer(corpus(), spec)
     config = tiny.build_model(spec, tok).config
+    if arch == "gpt2":  # learned absolute positions instead of rotary ones
+        config = GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=2, n_head=2, n_positions=1024,
+                            pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
     config.num_labels = 1
     torch.manual_seed(0)
     model = AutoModelForSequenceClassification.from_config(config)
@@ -81,7 +84,7 @@ def _reward_model(arch: str, chat_format: str) -> tuple[object, object]:
     return model, tok
 
 
-@pytest.mark.parametrize(("arch", "chat_format"), [("llama", "llama"), ("qwen2", "chatml")])
+@pytest.mark.parametrize(("arch", "chat_format"), [("llama", "llama"), ("qwen2", "chatml"), ("gpt2", "llama")])
 def test_shared_prefix_scores_equal_whole_sequence_scores(arch: str, chat_format: str) -> None:
     model, tok = _reward_model(arch, chat_format)
     history = "user 7 asks how to cook rice and the judge rates answer 3. " * 6
@@ -99,6 +102,8 @@ def test_shared_prefix_scores_equal_whole_sequence_scores(arch: str, chat_format
         groups, _ = prefix_groups(ids, [len(s) - 1 for s in ids], max_members=bs)
         assert sum(len(g.members) for g in groups) >= min(bs, 5)  # sharing happened
         assert np.max(np.abs(shared.score(items) - ref)) <= 1e-5
+        # ... in packed rows (not left to the whole-sequence fallback).
+        assert shared.stats.extra["packed"] == sum(len(g.members) for g in groups)
     # Texts ending in the pad token (the head reads the last non-pad token) and a doubled BOS.
     texts = [whole.render(x) + tok.pad_token for x in items[:4]]
     if tok.bos_token:
