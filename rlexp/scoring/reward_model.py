@@ -11,6 +11,7 @@ sharing (tested to 1e-5).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -58,6 +59,41 @@ def _earlier_turns(template: str, turns: Sequence[tuple[str, str]]) -> str:
             out.append(template.format(prompt=pending or "", response=content))
             pending = None
     return "".join(f"{part}\n" for part in out)
+
+
+@contextlib.contextmanager
+def _last_mlp_at(base: Any, flat: Any) -> Iterator[None]:
+    """While active, the last decoder layer's MLP runs only at the flattened (row * width + column)
+    positions the head reads, and adds zero elsewhere: nothing after it mixes positions, so only the
+    scored positions' outputs are read. The MLP is about two thirds of a layer's matrix work, so a
+    6-layer RM does ~11% less. No-op for a model without ``layers[-1].mlp`` (or ``h[-1].mlp``)."""
+    layers = getattr(base, "layers", None) or getattr(base, "h", None)
+    mlp = getattr(layers[-1], "mlp", None) if layers else None
+    if mlp is None:
+        yield
+        return
+
+    def gather(_module: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        x = args[0]
+        return (x.reshape(-1, x.shape[-1])[flat][None], *args[1:])
+
+    shape: list[Any] = []
+
+    def remember(_module: Any, args: tuple[Any, ...]) -> None:
+        shape[:] = [args[0].shape]
+
+    def scatter(_module: Any, _args: tuple[Any, ...], out: Any) -> Any:
+        full = out.new_zeros(shape[0][:-1] + out.shape[-1:]).reshape(-1, out.shape[-1])
+        full[flat] = out[0]
+        return full.reshape(*shape[0][:-1], out.shape[-1])
+
+    hooks = [mlp.register_forward_pre_hook(remember), mlp.register_forward_pre_hook(gather),
+             mlp.register_forward_hook(scatter)]
+    try:
+        yield
+    finally:
+        for hook in hooks:
+            hook.remove()
 
 
 class RewardModelScorer:
@@ -291,10 +327,11 @@ class RewardModelScorer:
         dtype = next(self.model.parameters()).dtype
         mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)[:, None]
         base, head = parts
-        hidden = base(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
-                      position_ids=position_ids.to(self.device)).last_hidden_state
         at_rows = torch.tensor([r for r, _, _ in ends], device=self.device)
         at_cols = torch.tensor([c for _, c, _ in ends], device=self.device)
+        with _last_mlp_at(base, at_rows * width + at_cols):
+            hidden = base(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
+                          position_ids=position_ids.to(self.device)).last_hidden_state
         return [m for _, _, m in ends], self._last_scores(head(hidden[at_rows, at_cols]), len(ends))
 
     def _forward(self, input_ids: Any, mask: Any) -> np.ndarray:
