@@ -2,8 +2,8 @@
 in one process: rlexp's scorer (shared prefixes, the rest in length-sorted batches), the same
 without shared prefixes, and a reference-style loop (fixed batches of 8 in file order, no sorting).
 Prints items/s, their ratio, padding shares and the largest score difference. Targets: ratio >=
-2.0, difference <= 1e-5. Then the opt-in bfloat16 mode on the same weights (its speed and its score
-error against fp32), and the Chatbot Arena-Personalized analogue (each vote's two responses after
+2.0, difference <= 1e-5. Then the opt-in bfloat16 mode on the same weights, with shared prefixes
+too (its speed and its score error against fp32), and the Chatbot Arena-Personalized analogue (each vote's two responses after
 the user's history) with and without shared prefixes.
 
     python perf/scoring_speed.py
@@ -51,9 +51,15 @@ def main() -> None:
         padded = sum(len(b) * lengths[b].max() for b in batches)
         return 1.0 - lengths.sum() / padded
 
-    t0 = time.perf_counter()
-    fast = scorer.score(queries)
-    t_fast = time.perf_counter() - t0
+    def best_of_two(run):  # the faster of two passes: the machine is shared, noise only adds time
+        times, out = [], None
+        for _ in range(2):
+            t0 = time.perf_counter()
+            out = run()
+            times.append(time.perf_counter() - t0)
+        return min(times), out
+
+    t_fast, fast = best_of_two(lambda: scorer.score(queries))
     sorted_only = RewardModelScorer(model, tok, ScorerConfig(batch_size=32, max_length=2048, share_prefix=False))
     t0 = time.perf_counter()
     whole = sorted_only.score(queries)
@@ -62,17 +68,19 @@ def main() -> None:
     fast_pad = padding_share([order[i : i + 32] for i in range(0, len(order), 32)])
 
     # Reference-style: a plain loop over fixed batches of 8 in file order, tokenizer padding.
-    t0 = time.perf_counter()
-    ref = np.empty(len(rendered))
-    with torch.inference_mode():
-        for start in range(0, len(rendered), 8):
-            enc = tok(rendered[start : start + 8], return_tensors="pt", padding=True, truncation=True, max_length=2048)
-            ref[start : start + 8] = model(**enc).logits[:, 0].float().numpy()
-    t_ref = time.perf_counter() - t0
+    def reference() -> np.ndarray:
+        ref = np.empty(len(rendered))
+        with torch.inference_mode():
+            for start in range(0, len(rendered), 8):
+                enc = tok(rendered[start : start + 8], return_tensors="pt", padding=True, truncation=True, max_length=2048)
+                ref[start : start + 8] = model(**enc).logits[:, 0].float().numpy()
+        return ref
+
+    t_ref, ref = best_of_two(reference)
     ref_pad = padding_share([np.arange(i, min(i + 8, len(rendered))) for i in range(0, len(rendered), 8)])
 
     print(f"RM parameters: {params / 1e6:.1f}M; completions: {len(queries)}; torch threads: {torch.get_num_threads()}")
-    print(f"rlexp scorer     : {len(queries) / t_fast:8.1f} items/s  (shared prefixes)")
+    print(f"rlexp scorer     : {len(queries) / t_fast:8.1f} items/s  (shared prefixes; best of 2 passes, as the reference)")
     print(f"  sorted, whole  : {len(queries) / t_whole:8.1f} items/s  padding share {fast_pad:.3f}; "
           f"max |difference| to shared {np.max(np.abs(whole - fast)):.2e}")
     print(f"reference loop   : {len(queries) / t_ref:8.1f} items/s  padding share {ref_pad:.3f}")
@@ -85,7 +93,7 @@ def main() -> None:
 
     half = AutoModelForSequenceClassification.from_config(config).eval()
     half.load_state_dict(model.state_dict())
-    bf16 = RewardModelScorer(half, tok, ScorerConfig(batch_size=32, max_length=2048, dtype="bfloat16"))
+    bf16 = RewardModelScorer(half, tok, ScorerConfig(batch_size=32, max_length=2048, dtype="bfloat16", share_prefix=True))
     t0 = time.perf_counter()
     low = bf16.score(queries)
     t_low = time.perf_counter() - t0
