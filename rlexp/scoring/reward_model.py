@@ -5,8 +5,8 @@ Input rendering follows the RewardBench 2 / Personalized RewardBench pipelines: 
 template (no system prompt, no generation prompt), a duplicated leading BOS masked out, the raw
 logit as the score. Unlike the reference loop, batches are formed by sorted length so padding is
 small, and with ``share_prefix`` inputs that start with the same tokens (a prompt's completions)
-are packed in one row that runs that start once; scores come back in input order and do not depend on batching or
-sharing (tested to 1e-5).
+are packed in one row that runs that start once; scores come back in input order and do not depend
+on batching or sharing (tested to 1e-5).
 """
 
 from __future__ import annotations
@@ -83,9 +83,12 @@ def _last_mlp_at(base: Any, flat: Any) -> Iterator[None]:
         shape[:] = [args[0].shape]
 
     def scatter(_module: Any, _args: tuple[Any, ...], out: Any) -> Any:
-        full = out.new_zeros(shape[0][:-1] + out.shape[-1:]).reshape(-1, out.shape[-1])
-        full[flat] = out[0]
-        return full.reshape(*shape[0][:-1], out.shape[-1])
+        # A mixture-of-experts block returns (hidden states, router logits); only the first is read on.
+        hidden, rest = (out[0], tuple(out[1:])) if isinstance(out, tuple) else (out, None)
+        full = hidden.new_zeros(shape[0][:-1] + hidden.shape[-1:]).reshape(-1, hidden.shape[-1])
+        full[flat] = hidden[0]
+        full = full.reshape(*shape[0][:-1], hidden.shape[-1])
+        return full if rest is None else (full, *rest)
 
     hooks = [mlp.register_forward_pre_hook(remember), mlp.register_forward_pre_hook(gather),
              mlp.register_forward_hook(scatter)]

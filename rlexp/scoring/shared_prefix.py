@@ -3,8 +3,9 @@
 A benchmark or a Best-of-N pool scores many responses to one prompt: RewardBench 2 four or more
 per prompt, a pool sixteen, Personalized RewardBench's comparison sets a long user history before
 each response. The scorer packs a group into one row, its common prefix once and then each member's
-own tail, with a block mask and positions that let every tail see only the prefix and itself. The grouping is by token ids, after tokenisation, so it is
-exact whatever the chat template or tokenizer merges at the boundary.
+own tail, with a block mask and positions that let every tail see only the prefix and itself. The
+grouping is by token ids, after tokenisation, so it is exact whatever the chat template or
+tokenizer merges at the boundary.
 """
 
 from __future__ import annotations

@@ -63,9 +63,9 @@ def test_groups_share_exact_prefixes_and_save_the_most_of_any_split_in_token_ord
 
 
 def _reward_model(arch: str, chat_format: str) -> tuple[object, object]:
-    from transformers import AutoModelForSequenceClassification, GPT2Config
+    from transformers import AutoModelForSequenceClassification, GPT2Config, MixtralConfig
 
-    spec = tiny.TinySpec(arch="llama" if arch == "gpt2" else arch, chat_format=chat_format, vocab_size=300, hidden_size=32, num_layers=2,
+    spec = tiny.TinySpec(arch=arch if arch in ("llama", "qwen2") else "llama", chat_format=chat_format, vocab_size=300, hidden_size=32, num_layers=2,
                          num_heads=2, intermediate_size=64, max_position=1024, corpus="a", pretrain_epochs=0,
                          sft_epochs=0, lr=1e-3, batch_size=8, max_length=128, seed=0)
     tok = tiny.build_tokenizer(corpus(), spec)
@@ -73,6 +73,10 @@ def _reward_model(arch: str, chat_format: str) -> tuple[object, object]:
     if arch == "gpt2":  # learned absolute positions instead of rotary ones
         config = GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=2, n_head=2, n_positions=1024,
                             pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    if arch == "mixtral":  # a mixture-of-experts last MLP (it returns router logits too)
+        config = MixtralConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                               num_attention_heads=2, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
+                               pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
     config.num_labels = 1
     torch.manual_seed(0)
     model = AutoModelForSequenceClassification.from_config(config)
@@ -84,7 +88,8 @@ def _reward_model(arch: str, chat_format: str) -> tuple[object, object]:
     return model, tok
 
 
-@pytest.mark.parametrize(("arch", "chat_format"), [("llama", "llama"), ("qwen2", "chatml"), ("gpt2", "llama")])
+@pytest.mark.parametrize(("arch", "chat_format"), [("llama", "llama"), ("qwen2", "chatml"), ("gpt2", "llama"),
+                                                      ("mixtral", "llama")])
 def test_shared_prefix_scores_equal_whole_sequence_scores(arch: str, chat_format: str) -> None:
     model, tok = _reward_model(arch, chat_format)
     history = "user 7 asks how to cook rice and the judge rates answer 3. " * 6
