@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from functools import partial
 from pathlib import Path
@@ -95,6 +96,17 @@ def world(world_root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Use the session's shared store (RLEXP_ROOT) in this test."""
     monkeypatch.setenv("RLEXP_ROOT", str(world_root))
     return world_root
+
+
+def private_store(world: Path, dst: Path, tasks: tuple[str, ...] = ("data", "lineage", "train_rm")) -> Path:
+    """A store of one's own holding the shared world's records of ``tasks`` (hard links): other xdist
+    workers write records into the shared world meanwhile, so a test asserting that a command wrote
+    nothing runs it here."""
+    for task in tasks:
+        for sub in ("records", "artifacts"):
+            if (world / "runs" / sub / task).exists():
+                shutil.copytree(world / "runs" / sub / task, dst / "runs" / sub / task, copy_function=os.link)
+    return dst
 
 
 def compose(task: str, *overrides: str):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rlexp.store import Store
-from tests.conftest import compose, env_with, rlexp_cmd
+from tests.conftest import compose, env_with, private_store, rlexp_cmd
 
 
 def _general_heldout(world: Path):
@@ -76,10 +76,11 @@ def test_record_names_lineage_mix_and_hyperparameters(world: Path, rms: dict[str
 def test_same_command_again_does_no_training(world: Path, rms: dict[str, str]) -> None:
     from rlexp.tasks import train_rm
 
-    before = len(list(Store(world / "runs").records("train_rm")))
+    record = Store(world / "runs").record_path("train_rm", rms["llama_general"])
+    written = record.stat().st_mtime_ns
     rec = train_rm.run(compose("train_rm", "model=tiny_llama", "data=general"))
     assert rec.id == rms["llama_general"]
-    assert len(list(Store(world / "runs").records("train_rm"))) == before
+    assert record.stat().st_mtime_ns == written  # found, not trained and written again
 
 
 def test_lora_trains_saves_and_reloads_to_same_scores(world: Path, rms: dict[str, str]) -> None:
@@ -110,14 +111,16 @@ def test_lora_trains_saves_and_reloads_to_same_scores(world: Path, rms: dict[str
         (["deepspeed=zero2", "deepspeed.config.zero_optimization.stage=7"], "stage=7"),
     ],
 )
-def test_bad_input_is_one_line_and_writes_no_record(world: Path, rms: dict[str, str], overrides: list[str], message: str) -> None:
-    before = sorted(p.name for p in (world / "runs" / "records" / "train_rm").glob("*.json"))
+def test_bad_input_is_one_line_and_writes_no_record(world: Path, rms: dict[str, str], tmp_path: Path,
+                                                   overrides: list[str], message: str) -> None:
+    private_store(world, tmp_path, ("data", "lineage"))
     out = subprocess.run(rlexp_cmd("train_rm", "logger=none", *overrides), capture_output=True, text=True, timeout=600,
-                         env=env_with(RLEXP_ROOT=str(world)))
+                         env=env_with(RLEXP_ROOT=str(tmp_path)))
     assert out.returncode != 0
     err = out.stderr.strip().splitlines()
     assert len(err) == 1 and message in err[0], out.stderr[-2000:]
-    assert sorted(p.name for p in (world / "runs" / "records" / "train_rm").glob("*.json")) == before
+    assert not list((tmp_path / "runs" / "records").glob("train_rm/*.json"))
+    assert not (tmp_path / "runs" / "artifacts" / "train_rm").exists()
 
 
 def test_base_model_folder_without_weights(tmp_path: Path) -> None:
