@@ -1,11 +1,12 @@
 """Preference pairs of the policy's own kind: its samples on *train* prompts, labelled by the gold judges.
 
-The data source ``policy:<model preset>`` (e.g. ``policy:tiny_llama``, usable in any mix) is built
+The data source ``policy:<model preset>`` (e.g. ``policy:tiny_llama``, usable in any mix), or
+``policy:<model preset>/<prompt set>`` for one set's pairs only (``policy:tiny_llama/general``), is built
 on first use: the preset's instruct policy samples :data:`SAMPLES` answers for every prompt of the
 sandbox's personalized and general *train* splits (PPO's training prompts, disjoint from every eval
-prompt by the world's registry), the gold judge of each set scores them, and every prompt whose best
-and worst samples differ by at least :data:`MIN_MARGIN` gives one pair: the best sample chosen, the
-worst rejected. With probability :data:`LABEL_NOISE` (seeded per prompt) the labels are swapped, as
+prompt by the world's registry), the gold judge of each set scores them, and each prompt gives up to
+:data:`PAIRS_PER_PROMPT` pairs: its samples ranked by gold, the i-th best chosen against the i-th
+worst while they differ by at least :data:`MIN_MARGIN` (each sample in one pair at most). With probability :data:`LABEL_NOISE` (seeded per prompt) the labels are swapped, as
 in real preference data, where annotators disagree. Real RM training mixes on-policy samples in this
 way, so that the RM learns to tell apart the policy's own texts rather than template pairs only.
 
@@ -33,7 +34,8 @@ from rlexp.scoring.factory import judge_key
 from rlexp.store import Store
 
 PREFIX = "policy:"
-SAMPLES = 4
+SAMPLES = 16
+PAIRS_PER_PROMPT = 4
 MIN_MARGIN = 0.25
 LABEL_NOISE = 0.1
 PROMPT_SETS = ("personalized", "general")
@@ -56,32 +58,34 @@ def _pool_cfg(cfg: DictConfig, preset: str, prompt_set: str) -> DictConfig:
 
 
 def _pairs(prompts: list[PromptItem], texts: list[list[str]], gold: np.ndarray, source: str) -> list[dict[str, Any]]:
-    """One (best, worst) pair per prompt whose non-empty samples differ enough in gold, some labels swapped."""
+    """Up to PAIRS_PER_PROMPT (better, worse) pairs per prompt from its non-empty samples, some labels swapped."""
     rows = []
     for item, row, scores in zip(prompts, texts, gold, strict=True):
-        kept = [j for j, text in enumerate(row) if text.strip()]  # an empty sample is no answer to prefer
-        if len(kept) < 2:
-            continue
-        best = max(kept, key=lambda j: scores[j])
-        worst = min(kept, key=lambda j: scores[j])
-        if scores[best] - scores[worst] < MIN_MARGIN:
-            continue
-        chosen, rejected = row[best], row[worst]
-        if random.Random(f"{source}:{item.prompt_id}").random() < LABEL_NOISE:
-            chosen, rejected = rejected, chosen
-        rows.append({"id": f"{source}/{item.prompt_id}", "prompt": item.prompt, "chosen": chosen, "rejected": rejected,
-                     "source": source, "profile": [dataclasses.asdict(p) for p in item.profile], "rubric_aspects": [],
-                     "narrative": ""})
+        # An empty sample is no answer to prefer; ties in gold keep sample order (stable sort).
+        ranked = sorted((j for j, text in enumerate(row) if text.strip()), key=lambda j: -scores[j])
+        for i in range(min(PAIRS_PER_PROMPT, len(ranked) // 2)):
+            best, worst = ranked[i], ranked[-1 - i]
+            if scores[best] - scores[worst] < MIN_MARGIN:
+                break
+            chosen, rejected = row[best], row[worst]
+            if random.Random(f"{source}:{item.prompt_id}:{i}").random() < LABEL_NOISE:
+                chosen, rejected = rejected, chosen
+            rows.append({"id": f"{source}/{item.prompt_id}/{i}", "prompt": item.prompt, "chosen": chosen,
+                         "rejected": rejected, "source": source,
+                         "profile": [dataclasses.asdict(p) for p in item.profile], "rubric_aspects": [],
+                         "narrative": ""})
     return rows
 
 
 def on_policy_pairs(ref: str, cfg: DictConfig) -> tuple[str, str]:
-    """The pairs file of ``policy:<model preset>`` and its record id, built on first use."""
-    preset = str(ref)[len(PREFIX):]
+    """The pairs file of ``policy:<model preset>[/<prompt set>]`` and its record id, built on first use."""
+    preset, _, only = str(ref)[len(PREFIX):].partition("/")
     if not preset:
         raise ConfigError(f"data source {ref!r}: name a model preset, e.g. policy:tiny_llama")
+    if only and only not in PROMPT_SETS:
+        raise ConfigError(f"data source {ref!r}: the prompt set after '/' must be one of {', '.join(PROMPT_SETS)}")
     parts, ids = [], {}
-    for name in PROMPT_SETS:
+    for name in (only,) if only else PROMPT_SETS:
         scfg = _pool_cfg(cfg, preset, name)
         if not str(scfg.prompts.source).startswith("sandbox:"):
             raise ConfigError(f"data source {ref!r}: on-policy pairs need the sandbox's {name} prompts and gold judges")
@@ -102,11 +106,13 @@ def on_policy_pairs(ref: str, cfg: DictConfig) -> tuple[str, str]:
         pq.write_table(pa.Table.from_pylist(rows, schema=PAIRS_ARROW_SCHEMA), path)
         ctx.add_artifact("pairs", path)
         ctx.info["counts"] = counts
-        return {"pairs": len(rows), "label_noise": LABEL_NOISE, "min_margin": MIN_MARGIN, "samples": SAMPLES}
+        return {"pairs": len(rows), "label_noise": LABEL_NOISE, "min_margin": MIN_MARGIN, "samples": SAMPLES,
+                "pairs_per_prompt": PAIRS_PER_PROMPT}
 
     sub = OmegaConf.create({"paths": OmegaConf.to_container(cfg.paths, resolve=True), "logger": {"kind": "none"},
                             "runtime": OmegaConf.to_container(cfg.runtime, resolve=True),
                             "progress": cfg.get("progress", True), "source": str(ref),
-                            "settings": {"samples": SAMPLES, "min_margin": MIN_MARGIN, "label_noise": LABEL_NOISE}})
+                            "settings": {"samples": SAMPLES, "min_margin": MIN_MARGIN, "label_noise": LABEL_NOISE,
+                                         "pairs_per_prompt": PAIRS_PER_PROMPT}})
     record = execute("on_policy", sub, body, inputs=ids)
     return str(Store(cfg.paths.store).resolve(record.artifacts["pairs"])), record.id

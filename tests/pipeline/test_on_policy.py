@@ -12,12 +12,17 @@ from tests.conftest import compose
 pytestmark = pytest.mark.slow
 
 
-def test_on_policy_pairs_are_gold_labelled_train_prompts(world: Path) -> None:
+def test_on_policy_pairs_are_gold_labelled_train_prompts(world: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from rlexp import inputs
     from rlexp.data.loaders import load_pairs
-    from rlexp.inputs.on_policy import LABEL_NOISE, MIN_MARGIN, PROMPT_SETS
+    from rlexp.inputs import on_policy
+    from rlexp.inputs.on_policy import LABEL_NOISE, MIN_MARGIN, PAIRS_PER_PROMPT, PROMPT_SETS
     from rlexp.sandbox.judges import gold_score
     from rlexp.store import Store
+
+    # 4 samples per train prompt instead of 16: what is checked here is which pairs are made, and 16
+    # would quadruple this test's sampling (600 prompts).
+    monkeypatch.setattr(on_policy, "SAMPLES", 4)
 
     cfg = compose("train_rm", "model=tiny_qwen", "data=on_policy")
     path, rid = inputs.data_ref(str(cfg.data.sources.on_policy), cfg)
@@ -43,11 +48,22 @@ def test_on_policy_pairs_are_gold_labelled_train_prompts(world: Path) -> None:
         assert (r.context is not None and r.context.profile == item.profile) == (item.kind == "personalized")
     swapped = 1 - agree / len(rows)
     assert 0 < swapped < 2.5 * LABEL_NOISE, swapped
+    per_prompt = {}
+    for r in rows:
+        per_prompt[r.prompt] = per_prompt.get(r.prompt, 0) + 1
+    assert max(per_prompt.values()) <= min(PAIRS_PER_PROMPT, 4 // 2)
+    assert max(per_prompt.values()) > 1  # the second-best against the second-worst, where they differ enough
+
+    # One prompt set's pairs: the same pools, so exactly that set's part of the pairs above.
+    gpath, gid = inputs.data_ref("policy:tiny_llama/general", cfg)
+    assert gid != rid and set(Store(cfg.paths.store).get(gid, "on_policy").inputs) == {"pool/general", "gold/general"}
+    general = {(r.prompt, r.chosen, r.rejected) for r in rows if train[r.prompt].kind == "general"}
+    assert {(r.prompt, r.chosen, r.rejected) for r in load_pairs(gpath, name="g")} == general
 
     # Built once: a second request is the same record, and the source works inside a mix.
     assert inputs.data_ref("policy:tiny_llama", cfg) == (path, rid)
     mix = compose("train_rm", "model=tiny_qwen", "data=general_on_policy")
-    assert dict(mix.data.sources) == {"general": "sandbox:general", "on_policy": "policy:tiny_llama"}
+    assert dict(mix.data.sources) == {"general": "sandbox:general", "on_policy": "policy:tiny_llama/general"}
 
 
 def test_a_policy_source_without_a_preset_is_one_line(world: Path) -> None:
@@ -55,3 +71,5 @@ def test_a_policy_source_without_a_preset_is_one_line(world: Path) -> None:
 
     with pytest.raises(ConfigError, match="name a model preset"):
         inputs.data_ref("policy:", compose("train_rm", "data=on_policy"))
+    with pytest.raises(ConfigError, match="must be one of personalized, general"):
+        inputs.data_ref("policy:tiny_llama/generl", compose("train_rm", "data=on_policy"))
