@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "store": "inspect the run store: `rlexp store ls [--task T]`, `rlexp store show ID`",
     "lineage": "tiny model lineages: `rlexp lineage build [NAME]`, `rlexp lineage ls`",
     "judge": "serve an LLM judge for judge.endpoint: `rlexp judge serve MODEL [--host H] [--port P] [vllm args]`",
+    "probe": "what sandbox RMs know beyond cues: `rlexp probe RM [RM ...]` (minimal-pair accuracies)",
 }
 
 USAGE = "usage: rlexp <task> [hydra overrides] [-m]   |   rlexp <command> ..."

@@ -13,20 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import env_with, rlexp_cmd
+from tests.conftest import env_with, private_store, rlexp_cmd
 
 pytestmark = pytest.mark.slow
 
 FIGURES = ("fig_scatter", "fig_ndcg_bars", "fig_subset_pearson", "fig_bon_curves", "fig_ppo_lineage",
            "fig_benchmark_ranking")
-
-
-def _seed_store(src: Path, dst: Path, tasks: tuple[str, ...]) -> None:
-    """A new store holding only the shared inputs (sandbox, lineages), as a user's cache would."""
-    for task in tasks:
-        for sub in ("records", "artifacts"):
-            if (src / "runs" / sub / task).exists():
-                shutil.copytree(src / "runs" / sub / task, dst / "runs" / sub / task)
 
 
 def _study(root: Path, *extra: str, **kw) -> subprocess.Popen | subprocess.CompletedProcess:
@@ -89,7 +81,9 @@ def test_quick_study_outputs_and_resume(tmp_path: Path) -> None:
     # its evaluations (a killed RM training resumes from its checkpoint:
     # tests/pipeline/test_train_rm_slow.py).
     second = tmp_path / "resumed"
-    _seed_store(first, second, ("data", "lineage", "train_rm", "evaluate"))
+    # Hard links, as a user's cache would share them: the store writes records by atomic rename and
+    # the deleted evaluations below are only unlinked, so the first store is left as it was.
+    private_store(first, second, ("data", "lineage", "train_rm", "evaluate"))
     # Half the evaluations are left to do (and to be killed in): the other half is what a killed
     # study had finished.
     evaluations = sorted((second / "runs" / "records" / "evaluate").glob("*.json"))
