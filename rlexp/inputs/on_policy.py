@@ -6,8 +6,9 @@ on first use: the preset's instruct policy samples :data:`SAMPLES` answers for e
 sandbox's personalized and general *train* splits (PPO's training prompts, disjoint from every eval
 prompt by the world's registry), the gold judge of each set scores them, and each prompt gives up to
 :data:`PAIRS_PER_PROMPT` pairs: its samples ranked by gold, the i-th best chosen against the i-th
-worst while they differ by at least :data:`MIN_MARGIN` (each sample in one pair at most). With probability :data:`LABEL_NOISE` (seeded per prompt) the labels are swapped, as
-in real preference data, where annotators disagree. Real RM training mixes on-policy samples in this
+worst while they differ by at least :data:`MIN_MARGIN` (each sample in one pair at most). With
+probability :data:`LABEL_NOISE` (seeded per pair) the labels are swapped, as in real preference data,
+where annotators disagree. Real RM training mixes on-policy samples in this
 way, so that the RM learns to tell apart the policy's own texts rather than template pairs only.
 
 The pairs are a store record (task ``on_policy``) whose inputs are the pools and their gold scores,
