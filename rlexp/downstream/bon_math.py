@@ -302,6 +302,11 @@ def bootstrap_ci(
     return float(lo), float(hi)
 
 
+def gold_varies(gold: np.ndarray) -> np.ndarray:
+    """Per prompt (row): whether its samples differ in gold at all; elsewhere no RM can gain anything."""
+    return np.ptp(gold, axis=1) > 0
+
+
 def rank_agreement(rm: Any, gold: Any) -> dict[str, float | int | None]:
     """How well the RM orders each prompt's samples by gold: mean within-prompt Spearman.
 
@@ -318,7 +323,7 @@ def rank_agreement(rm: Any, gold: Any) -> dict[str, float | int | None]:
         raise DataError(f"rank_agreement: rm {rm_arr.shape} and gold {gold_arr.shape} must be the same [prompts, n] shape")
     _check_finite(rm_arr, "rm")
     _check_finite(gold_arr, "gold")
-    varies = np.ptp(gold_arr, axis=1) > 0
+    varies = gold_varies(gold_arr)
     usable = varies & (np.ptp(rm_arr, axis=1) > 0)
     rhos = [float(stats.spearmanr(r, g).statistic) for r, g in zip(rm_arr[usable], gold_arr[usable], strict=True)]
     return {"mean_spearman": float(np.mean(rhos)) if rhos else None, "prompts": len(rhos),

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from omegaconf import DictConfig
 
 from rlexp import inputs
-from rlexp.downstream.bon_math import bon_curve, bootstrap_ci, default_ks, rank_agreement
+from rlexp.downstream.bon_math import bon_curve, bootstrap_ci, default_ks, gold_varies, rank_agreement
 from rlexp.downstream.pool_scoring import pool_matrix
 from rlexp.errors import ConfigError
 from rlexp.runtime import RunContext, execute, hydra_entry
@@ -25,11 +25,14 @@ from rlexp.store import Record, Store
 from rlexp.suite import KIND as SUITE_KIND
 
 
-def _gains_by_group(prompts: list[Any], gain: np.ndarray, oracle_gain: np.ndarray, cfg: DictConfig) -> dict[str, Any]:
-    """gain@n per prompt group (the sandbox's general task kind, or the personalized domain).
+def _gains_by_group(prompts: list[Any], gain: np.ndarray, oracle_gain: np.ndarray, differ: np.ndarray,
+                    cfg: DictConfig) -> dict[str, Any]:
+    """gain@n, oracle gain@n and the share of prompts whose samples differ in gold (``differ``), per
+    prompt group (the sandbox's general task kind, or the personalized domain).
 
     Why: an overall gain can hide that all of it comes from one kind of prompt (e.g. constraint
-    following) while the RM is useless or harmful on the others. Empty when prompts carry no group.
+    following) while the RM is useless or harmful on the others, or that on some kind the policy's
+    samples never differ, so no RM could gain there. Empty when prompts carry no group.
     """
     groups: dict[str, list[int]] = {}
     for i, p in enumerate(prompts):
@@ -43,7 +46,7 @@ def _gains_by_group(prompts: list[Any], gain: np.ndarray, oracle_gain: np.ndarra
     for name, ix in sorted(groups.items()):
         lo, hi = bootstrap_ci(gain[ix], n_boot=cfg.n_boot, seed=cfg.seed)
         out[name] = {"prompts": len(ix), "gain": float(gain[ix].mean()), "gain_ci": [lo, hi],
-                     "oracle_gain": float(oracle_gain[ix].mean())}
+                     "oracle_gain": float(oracle_gain[ix].mean()), "samples_differ": float(differ[ix].mean())}
     return out
 
 
@@ -114,7 +117,7 @@ def _bon(ctx: RunContext, cfg: DictConfig, pool: Record, prompts: list[Any], rm_
             for k in curve["ks"]
         },
     }
-    by_group = _gains_by_group(prompts, per["bon"][:, -1] - base, per["oracle"][:, -1] - base, cfg)
+    by_group = _gains_by_group(prompts, per["bon"][:, -1] - base, per["oracle"][:, -1] - base, gold_varies(gold), cfg)
     if by_group:
         metrics["by_group"] = by_group
     if weights is not None:

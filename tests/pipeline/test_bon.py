@@ -60,7 +60,8 @@ def test_general_rm_beats_flipped_on_general_prompts(world: Path, rms: dict[str,
 
 
 def test_gains_by_prompt_group_add_up(world: Path, rms: dict[str, str]) -> None:
-    m = _bon(rms["llama_general"], "general", "profile=none", "n_boot=150").metrics
+    rec = _bon(rms["llama_general"], "general", "profile=none", "n_boot=150")
+    m = rec.metrics
     groups = m["by_group"]
     assert {"fact", "math", "constraints", "safety"} <= set(groups)
     assert sum(g["prompts"] for g in groups.values()) == m["prompts"]
@@ -69,6 +70,13 @@ def test_gains_by_prompt_group_add_up(world: Path, rms: dict[str, str]) -> None:
     for g in groups.values():
         assert g["gain_ci"][0] <= g["gain"] <= g["gain_ci"][1]
         assert g["oracle_gain"] >= g["gain"] - 1e-12
+    # How many prompts' samples differ in gold, overall and per kind, recomputed from the gold scores.
+    store = Store(world / "runs")
+    scores = store.resolve(store.get(rec.inputs["gold_scores"]).artifacts["scores"])
+    gold = pq.read_table(scores).to_pandas().groupby("prompt_id")["score"]
+    varies = m["rm_gold_agreement"]["gold_varies"]
+    assert varies == ((gold.max() - gold.min()) > 0).sum() and 0 < varies < m["prompts"]
+    assert sum(g["samples_differ"] * g["prompts"] for g in groups.values()) == pytest.approx(varies, abs=1e-9)
 
 
 def test_pool_is_shared_and_scores_cached(world: Path, rms: dict[str, str]) -> None:
