@@ -16,19 +16,16 @@ import numpy as np
 from rlexp import inputs
 from rlexp.errors import ConfigError
 from rlexp.runtime import compose_task
-from rlexp.sandbox.probes import probe_families
+from rlexp.sandbox.probes import ProbePair, probe_families
 from rlexp.scorer import ScoreInput
 from rlexp.scoring.factory import reward_scorer
 from rlexp.store import Store
 
 
-def accuracies(rm_ref: str, overrides: list[str], n: int) -> dict[str, dict[str, float]]:
+def accuracies(rm_ref: str, overrides: list[str], families: dict[str, list[ProbePair]]) -> dict[str, dict[str, float]]:
     """Pairwise accuracy and pair count per probe family for one RM (a record id, folder or hub id)."""
     cfg = compose_task("evaluate", [f"rm={rm_ref}", "logger=none", *overrides])
-    world = compose_task("data", ["logger=none", *[o for o in overrides if o.startswith("sandbox.")]]).sandbox
-    rm = inputs.rm(rm_ref, Store(cfg.paths.store))
-    scorer = reward_scorer(rm, cfg.scorer, cfg.profile)
-    families = probe_families(int(world.seed), float(world.difficulty), n=n)
+    scorer = reward_scorer(inputs.rm(rm_ref, Store(cfg.paths.store)), cfg.scorer, cfg.profile)
     flat = [pair for pairs in families.values() for pair in pairs]
     better = scorer.score([ScoreInput(p.prompt, p.better) for p in flat])
     worse = scorer.score([ScoreInput(p.prompt, p.worse) for p in flat])
@@ -54,7 +51,9 @@ def main(args: list[str]) -> int:
     ns = parser.parse_args(args)
     if ns.pairs < 1:
         raise ConfigError(f"--pairs must be at least 1, got {ns.pairs}")
-    results = {ref: accuracies(ref, ns.override, ns.pairs) for ref in ns.rms}
+    world = compose_task("data", ["logger=none", *[o for o in ns.override if o.startswith("sandbox.")]]).sandbox
+    families = probe_families(int(world.seed), float(world.difficulty), n=ns.pairs)  # the same pairs for every RM
+    results = {ref: accuracies(ref, ns.override, families) for ref in ns.rms}
     names = list(next(iter(results.values())))
     width = max(len(r) for r in ns.rms)
     print(f"{'family':<20} {'pairs':>5}  " + "  ".join(f"{r:>{width}}" for r in ns.rms))

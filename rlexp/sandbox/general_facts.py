@@ -113,7 +113,8 @@ def fact_hidden(kb: KnowledgeBase, e: Entity, attr: str, task: str) -> dict[str,
     return {"task": task, "entity": e.name, "attribute": attr, "gold": gold, "alternatives": alternatives}
 
 
-def _wrong_value(kb: KnowledgeBase, e: Entity, attr: str, rng: random.Random) -> str:
+def wrong_value(kb: KnowledgeBase, e: Entity, attr: str, rng: random.Random) -> str:
+    """Another value of ``attr``'s domain than ``e``'s (a nearby wrong year for years)."""
     gold = e.get(attr)
     if ATTRIBUTES[e.kind][attr] == "year":
         return str(int(gold) + rng.choice((-1, 1)) * rng.randint(3, 120))
@@ -141,7 +142,7 @@ def fact_task(kb: KnowledgeBase, e: Entity, attr: str, group: int, knobs: Knobs,
 
     def wrong(r: random.Random) -> str:
         u = r.random()
-        bad = _wrong_value(kb, e, attr, r)
+        bad = wrong_value(kb, e, attr, r)
         if u < 0.7:
             text = cue_wrong(statement(e, attr, bad, r), knobs, r) + _extra(e, attr, r)
         elif u < 0.85:

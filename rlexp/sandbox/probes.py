@@ -23,7 +23,7 @@ import dataclasses
 import random
 from typing import NamedTuple
 
-from rlexp.sandbox.general_facts import FACT_TEMPLATES, STATEMENTS, subject
+from rlexp.sandbox.general_facts import FACT_TEMPLATES, STATEMENTS, subject, wrong_value
 from rlexp.sandbox.judges import verifier_score
 from rlexp.sandbox.kb import ATTRIBUTES, KnowledgeBase, build_kb
 from rlexp.sandbox.knobs import knobs_for
@@ -53,7 +53,7 @@ def fact_pairs(kb: KnowledgeBase, split: str, rng: random.Random) -> list[ProbeP
             if dom == "year":  # a wrong year is a different number of tokens, not just another value
                 continue
             gold = e.get(attr)
-            wrong = rng.choice([v for v in kb.domain(e.kind, attr) if v != gold])
+            wrong = wrong_value(kb, e, attr, rng)
             sentence = rng.choice(STATEMENTS[attr])
             prompt = rng.choice(FACT_TEMPLATES[attr][0]).format(label=e.label, Label=capitalise(e.label))
             pairs.append(ProbePair(prompt, sentence.format(S=big, s=small, v=gold), sentence.format(S=big, s=small, v=wrong)))
