@@ -23,8 +23,10 @@ def _bon(rm: str, judge_rm: str, *extra: str):
     return bon.run(compose("bon", f"rm={rm}", f"judge.rm={judge_rm}", *SUITE, *extra))
 
 
-def _gold_records(store: Store) -> list:
-    return [r for r in store.records("pool_scores") if r.config.get("role") == "gold"]
+def _gold_records(store: Store, pool: str) -> list:
+    # Only this pool's grades: other tests running in parallel grade their own pools in the same store.
+    return [r for r in store.records("pool_scores")
+            if r.config.get("role") == "gold" and r.inputs.get("pool") == pool]
 
 
 @pytest.mark.slow
@@ -40,13 +42,14 @@ def test_suite_bon_per_task_gains_and_cached_grades(world: Path, rms: dict[str, 
     assert avg["bon_at_n"] == pytest.approx(sum(per_task) / len(per_task))
     assert avg["gain_at_n"] == pytest.approx(sum(g["gain"] for g in m["by_group"].values()) / len(TASKS))
     assert first.info["judge"]["judge"] == "grader"
-    graded = len(_gold_records(store))
+    graded = len(_gold_records(store, first.inputs["pool"]))
+    assert graded >= 1
 
     # Another RM on the same pool: its own RM scores, the same gold grades (nothing re-graded).
     second = _bon(rms["llama_flipped"], rms["llama_personal"])
     assert second.inputs["gold_scores"] == first.inputs["gold_scores"]
     assert second.inputs["pool"] == first.inputs["pool"]
-    assert len(_gold_records(store)) == graded
+    assert len(_gold_records(store, first.inputs["pool"])) == graded
     # A rerun finds the record.
     assert _bon(rms["llama_general"], rms["llama_personal"]).id == first.id
 
