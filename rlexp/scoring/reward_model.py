@@ -251,6 +251,7 @@ class RewardModelScorer:
             for row, seq in enumerate(batch):
                 mask[row, mask.shape[1] - len(seq) if left else 0] = self._first_mask(seq)
             scores[idx] = self._forward(input_ids, mask)
+            self._count_positions(input_ids)
 
     @staticmethod
     def _chunks(groups: list[PrefixGroup], ids: list[list[int]], bs: int) -> Iterator[list[PrefixGroup]]:
@@ -284,6 +285,7 @@ class RewardModelScorer:
                 input_ids, mask = self._padded([ids[probe]])
                 mask[0, 0] = self._first_mask(ids[probe])
                 whole = self._forward(input_ids, mask)[0]
+                self._count_positions(input_ids)
                 self._packing_checked = True
                 if abs(whole - got[members.index(probe)]) > 1e-4 * max(1.0, abs(whole)):
                     self._packing_failed = True
@@ -335,7 +337,12 @@ class RewardModelScorer:
         with _last_mlp_at(base, at_rows * width + at_cols):
             hidden = base(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
                           position_ids=position_ids.to(self.device)).last_hidden_state
+        self._count_positions(input_ids)
         return [m for _, _, m in ends], self._last_scores(head(hidden[at_rows, at_cols]), len(ends))
+
+    def _count_positions(self, input_ids: Any) -> None:
+        # Token positions the model ran, padding included: what the scoring cost scales with.
+        self.stats.extra["positions"] = self.stats.extra.get("positions", 0) + int(input_ids.numel())
 
     def _forward(self, input_ids: Any, mask: Any) -> np.ndarray:
         input_ids = input_ids.to(self.device)

@@ -101,6 +101,8 @@ def test_shared_prefix_scores_equal_whole_sequence_scores(arch: str, chat_format
     ]
     whole = RewardModelScorer(model, tok, ScorerConfig(batch_size=1, sort_by_length=False, share_prefix=False))
     ref = whole.score(items)
+    lengths = [len(s) for s in whole.encode([whole.render(x) for x in items])]
+    assert whole.stats.extra["positions"] == sum(lengths)  # one row per batch: no padding
     for bs in (2, 3, 32):
         shared = RewardModelScorer(model, tok, ScorerConfig(batch_size=bs, share_prefix=True))
         ids = shared.encode([shared.render(x) for x in items])
@@ -109,6 +111,13 @@ def test_shared_prefix_scores_equal_whole_sequence_scores(arch: str, chat_format
         assert np.max(np.abs(shared.score(items) - ref)) <= 1e-5
         # ... in packed rows (not left to the whole-sequence fallback).
         assert shared.stats.extra["packed"] == sum(len(g.members) for g in groups)
+        if bs == 32:  # one packed batch, each group's prefix once; one whole batch; the packing check's row
+            _, alone = prefix_groups(ids, [len(s) - 1 for s in ids], max_members=bs)
+            packed = [g.prefix + sum(len(ids[m]) - g.prefix for m in g.members) for g in groups]
+            expected = len(groups) * max(packed) + len(alone) * max((len(ids[i]) for i in alone), default=0)
+            got = shared.stats.extra["positions"]
+            assert got - expected in {len(ids[m]) for g in groups for m in g.members}, (got, expected)
+            assert got < sum(lengths) * 0.7
     # Texts ending in the pad token (the head reads the last non-pad token) and a doubled BOS.
     texts = [whole.render(x) + tok.pad_token for x in items[:4]]
     if tok.bos_token:
