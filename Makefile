@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # the machines have two. TEST_WORKERS=0 runs the suite in one process.
 TEST_WORKERS ?= 2
 
-.PHONY: study test setup lint clean vllm-env
+.PHONY: study test setup lint clean vllm-env rewardbench-env
 
 # Reinstall only when the dependency list changes.
 $(STAMP): pyproject.toml
@@ -34,6 +34,19 @@ $(VLLM_VENV)/.rlexp-installed: pyproject.toml
 	@touch $@
 
 vllm-env: $(VLLM_VENV)/.rlexp-installed
+
+# Optional: rewardbench 0.1.4 in its own environment (it pins transformers 4.51), so
+# perf/scoring_vs_rewardbench.py can time its own run_v2.py against rlexp's scorer. About 2 minutes.
+RB_VENV ?= .venv-rewardbench
+$(RB_VENV)/.rlexp-installed:
+	@test -x $(RB_VENV)/bin/python || $(PYTHON) -m venv $(RB_VENV)
+	@$(RB_VENV)/bin/python -m pip install -q --upgrade pip
+	@if ! command -v nvidia-smi >/dev/null 2>&1; then $(RB_VENV)/bin/python -m pip install -q "torch==2.13.0"; fi
+	@# A TRL of its time: newer ones need a newer transformers than the 4.51 it pins.
+	@$(RB_VENV)/bin/python -m pip install -q "rewardbench==0.1.4" "trl<0.20"
+	@touch $@
+
+rewardbench-env: $(RB_VENV)/.rlexp-installed
 
 study: $(STAMP)
 	@$(VENV)/bin/rlexp study experiment=$${EXPERIMENT:-sandbox_study}

@@ -1,0 +1,42 @@
+"""Runs rewardbench 0.1.4's ``scripts/run_v2.py`` unchanged in its own environment (it pins
+transformers 4.51), timing its inference calls and keeping the texts and scores they saw.
+
+Its pipeline moves every batch to "cuda"; on a machine without CUDA that one call is sent to the
+CPU instead. Nothing else is altered. Usage (from perf/scoring_vs_rewardbench.py):
+
+    <side python> _rewardbench_driver.py OUT.json -- <run_v2 arguments>
+"""
+
+import json
+import sys
+import time
+
+import torch
+import transformers
+from rewardbench.models import pipeline as rb_pipeline
+
+out_path, args = sys.argv[1], sys.argv[sys.argv.index("--") + 1 :]
+if not torch.cuda.is_available():
+    to = transformers.BatchEncoding.to
+    transformers.BatchEncoding.to = lambda self, device, **kw: to(self, "cpu" if device == "cuda" else device, **kw)
+
+seen = {"seconds": 0.0, "texts": [], "scores": []}
+call = rb_pipeline.RewardBenchPipeline.__call__
+
+
+def timed(self, samples, **kw):
+    t0 = time.perf_counter()
+    out = call(self, samples, **kw)
+    seen["seconds"] += time.perf_counter() - t0
+    seen["texts"] += list(samples)
+    seen["scores"] += out.float().cpu().reshape(-1).numpy().tolist()
+    return out
+
+
+rb_pipeline.RewardBenchPipeline.__call__ = timed
+from scripts import run_v2  # noqa: E402  (after the patches: it binds the pipeline class at import)
+
+sys.argv = ["run_v2.py", *args]
+run_v2.main()
+with open(out_path, "w") as f:
+    json.dump(seen, f)
