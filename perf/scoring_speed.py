@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from _common import compose, use_root
+from _common import compose, sandbox_rb2_and_rm, use_root
 
 PASSES = 3
 
@@ -24,26 +24,12 @@ PASSES = 3
 def main() -> None:
     use_root("scoring")
     import torch
-    from transformers import AutoModelForSequenceClassification, LlamaConfig
+    from transformers import AutoModelForSequenceClassification
 
-    from rlexp import inputs
-    from rlexp.benchmarks.rewardbench2_math import unroll
     from rlexp.config.nodes import ScorerConfig
-    from rlexp.data.loaders import load_rb2
-    from rlexp.models.loading import load_tokenizer
-    from rlexp.scorer import ScoreInput
     from rlexp.scoring.reward_model import RewardModelScorer
 
-    cfg = compose("evaluate", "rm=x")
-    items = load_rb2(inputs.data_ref("sandbox:rb2", cfg)[0])
-    texts, index = unroll(items)
-    queries = [ScoreInput(items[i].prompt, t) for t, (i, _) in zip(texts, index, strict=True)]
-    tok = load_tokenizer(inputs.lineage(compose("train_rm", "model=tiny_llama")).base, padding_side="right")
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tok), hidden_size=512, intermediate_size=1376, num_hidden_layers=6,
-                         num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=2048,
-                         num_labels=1, pad_token_id=tok.pad_token_id)
-    model = AutoModelForSequenceClassification.from_config(config).eval()
+    _, queries, tok, config, model = sandbox_rb2_and_rm()
     params = sum(p.numel() for p in model.parameters())
 
     scorer = RewardModelScorer(model, tok, ScorerConfig(batch_size=32, max_length=2048, share_prefix=True))

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import compose, use_root
+from _common import sandbox_rb2_and_rm, use_root
 
 PASSES = 3
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,30 +64,16 @@ def _run_v2(python: Path, model: Path, dataset: str, work: Path) -> dict:
 def main() -> None:
     use_root("scoring")
     import torch
-    from transformers import AutoModelForSequenceClassification, LlamaConfig
 
-    from rlexp import inputs
-    from rlexp.benchmarks.rewardbench2_math import unroll
     from rlexp.config.nodes import ScorerConfig
-    from rlexp.data.loaders import load_rb2
-    from rlexp.models.loading import load_tokenizer
-    from rlexp.scorer import ScoreInput
     from rlexp.scoring.reward_model import RewardModelScorer
 
     python = _side_python()
-    dataset = inputs.data_ref("sandbox:rb2", compose("evaluate", "rm=x"))[0]
-    items = load_rb2(dataset)
-    texts, index = unroll(items)
-    queries = [ScoreInput(items[i].prompt, t) for t, (i, _) in zip(texts, index, strict=True)]
-    tok = load_tokenizer(inputs.lineage(compose("train_rm", "model=tiny_llama")).base, padding_side="right")
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tok), hidden_size=512, intermediate_size=1376, num_hidden_layers=6,
-                         num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=2048,
-                         num_labels=1, pad_token_id=tok.pad_token_id)
+    dataset, queries, tok, _, model = sandbox_rb2_and_rm()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         folder = work / "rm"
-        AutoModelForSequenceClassification.from_config(config).save_pretrained(folder)
+        model.save_pretrained(folder)
         tok.save_pretrained(folder)
         _for_transformers_4(folder)
         scorer = RewardModelScorer.from_pretrained(str(folder), ScorerConfig(batch_size=32, max_length=2048,
