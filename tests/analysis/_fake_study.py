@@ -115,13 +115,16 @@ def agreement(i: int) -> dict[str, Any]:
 
 def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: str = EXP,
           rb2_data: str = RB2_DATA, downstream: bool = True, duplicate: bool = True, tag: str = "",
-          comparison: bool = False) -> FakeStudy:
+          comparison: bool = False, train_seeds: tuple[int, ...] = (0,)) -> FakeStudy:
+    """``train_seeds``: every RM spec is trained once per seed (seed 0 keeps the one-seed study's ids)."""
     rng = np.random.default_rng(seed)
     clock = _Clock()
     study = FakeStudy(store)
-    for i, (lineage, mix, epochs, lr, q) in enumerate(specs):
+    runs = [(s, i, spec) for s in train_seeds for i, spec in enumerate(specs)]
+    for train_seed, i, (lineage, mix, epochs, lr, q) in runs:
+        run_tag = f"{tag}/s{train_seed}" if train_seed else tag
         rm = study.add(_record(
-            "train_rm", ("rm", experiment, tag, i), clock, experiment=experiment,
+            "train_rm", ("rm", experiment, run_tag, i), clock, experiment=experiment,
             config={"model": {"lineage": lineage}, "data": {"name": mix}},
             inputs={"lineage": f"lin-{lineage}", "mix": f"mix-{mix}"},
             metrics={"heldout/accuracy": 0.5 + q / 2},
@@ -129,7 +132,7 @@ def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: s
             info={"lineage": {"lineage": lineage, "model": lineage, "checkpoint": "instruct",
                               "mix": {"name": mix, "id": f"mix-{mix}"}, "epochs": epochs,
                               "trainer": {"learning_rate": lr, "epochs": epochs}, "profile": {"mode": "none"},
-                              "seed": 0}},
+                              "seed": train_seed}},
         ))
         rid = rm.id
         study.rms.append(rid)
@@ -137,8 +140,8 @@ def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: s
         subsets = {s: float(np.clip(q + rng.normal(0, 0.08), 0, 1)) for s in SUBSETS}
         rb2 = {"overall": float(np.mean(list(subsets.values()))), **subsets,
                "counts": {s: 50 for s in SUBSETS}, "complete": True, "ties_components": {"accurate": 0.5}}
-        if duplicate and i == 0:  # an older evaluation of the same cell, superseded by the one below
-            study.add(_record("evaluate", ("old", experiment, tag, i), clock, experiment=experiment,
+        if duplicate and i == 0 and not train_seed:  # an older evaluation of the same cell, superseded by the one below
+            study.add(_record("evaluate", ("old", experiment, run_tag, i), clock, experiment=experiment,
                               config={"rm": rid, "profile": {"mode": "none"}},
                               inputs={"rm": rid, "rb2": rb2_data, "prb": PRB_DATA},
                               metrics={"rb2": {**rb2, "overall": 0.01}, "prb": {"accuracy": 0.01, "n": 90}}), rid)
@@ -153,7 +156,7 @@ def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: s
                 exp["rb2/overall"] = rb2["overall"]
                 exp.update({f"rb2/{s}": v for s, v in subsets.items()})
             exp[f"prb/{mode}/accuracy"] = prb["accuracy"]
-            study.add(_record("evaluate", ("eval", experiment, tag, i, mode), clock, experiment=experiment,
+            study.add(_record("evaluate", ("eval", experiment, run_tag, i, mode), clock, experiment=experiment,
                               config={"rm": rid, "profile": {"mode": mode}}, inputs=inputs, metrics=metrics,
                               artifacts={"prb_scores": f"artifacts/evaluate/x{i}{mode}/prb_scores.parquet"},
                               info={"rm": {"lineage": lineage, "record": rid}}), rid)
@@ -161,7 +164,7 @@ def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: s
             scores = {"arena": float(0.5 + 0.4 * (q - 0.5) + rng.normal(0, 0.005)), "prism": float(rng.uniform(0.45, 0.6))}
             metrics = {b: {"accuracy": v, "user_accuracy": v - 0.01, "ties": 0, "n": 120, "n_users": 40,
                            "user_context": "history", "k": 2, "with_context": 100} for b, v in scores.items()}
-            study.add(_record("evaluate", ("eval-comparison", experiment, tag, i), clock, experiment=experiment,
+            study.add(_record("evaluate", ("eval-comparison", experiment, run_tag, i), clock, experiment=experiment,
                               config={"rm": rid, "profile": {"mode": "none"}}, metrics=metrics,
                               inputs={"rm": rid, "arena": "data-cmp-cccccccc", "prism": "data-cmp-cccccccc"},
                               info={"rm": {"lineage": lineage, "record": rid}}), rid)
@@ -169,7 +172,7 @@ def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: s
         if not downstream:
             continue
         for prompts, slope in (("personalized", 0.5), ("general", 0.3)):
-            key = ("bon", experiment, tag, i, prompts)
+            key = ("bon", experiment, run_tag, i, prompts)
             bid = content_hash({"task": "bon", "key": key})
             curve, rel = _per_prompt(store, bid, rng, gain16=slope * q + rng.normal(0, 0.02))
             rec = _record("bon", key, clock, experiment=experiment,
@@ -189,8 +192,8 @@ def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: s
             exp[f"bon/{prompts}/ngain@16"] = curve["16"]["normalised_gain"]
             match = lineage == POLICY
             gain = 0.4 * q - (0.0 if match else 0.12) + rng.normal(0, 0.01)
-            pid = content_hash({"task": "ppo", "key": ("ppo", experiment, tag, i, prompts)})
-            study.add(_record("ppo", ("ppo", experiment, tag, i, prompts), clock, experiment=experiment,
+            pid = content_hash({"task": "ppo", "key": ("ppo", experiment, run_tag, i, prompts)})
+            study.add(_record("ppo", ("ppo", experiment, run_tag, i, prompts), clock, experiment=experiment,
                               artifacts={"per_prompt": _ppo_per_prompt(store, pid, rng, gain)},
                               config={"rm": rid, "prompts": {"name": prompts}, "algorithm": "ppo",
                                       "model": {"lineage": POLICY}},

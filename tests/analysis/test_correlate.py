@@ -174,6 +174,22 @@ def test_report_shows_bon_gain_by_prompt_group() -> None:
         assert f"{fmt_num(math_['gain'])} [{fmt_num(math_['gain_ci'][0])}," in section
 
 
+def test_two_training_seeds_report_per_seed_rho_and_the_seed_spread() -> None:
+    """Every RM configuration trained with seeds 0 and 1 (the study's ``study.seeds=[0,1]``): the grid
+    names both seeds, page one gives ρ per seed beside the pooled ρ and the seed-to-seed SD of the
+    gains, and appendix B repeats each headline pair per seed."""
+    cfg = _cfg(f"select_experiment={EXP}", "n_boot=0")
+    store = _store(cfg)
+    study = build(store, train_seeds=(0, 1))
+    out = _outputs(store, run(cfg))
+    table = pd.read_csv(out / "table.csv", index_col=0)
+    assert len(study.rms) == 12 and sorted(table["seed"].unique()) == [0, 1]
+    page, appendices = (out / "report.md").read_text().split("\n# Appendices\n", 1)
+    assert "**Grid.** 12 trained reward models" in page and "2 seeds (0, 1)" in page
+    assert "ρ per seed (range)" in page and "Seed-to-seed SD of the downstream gains" in page
+    assert "| seed=0 |" in appendices and "| seed=1 |" in appendices
+
+
 def test_report_says_whether_bon_gains_differ_beyond_prompt_noise() -> None:
     cfg = _cfg(f"select_experiment={EXP}", "n_boot=200")
     store = _store(cfg)

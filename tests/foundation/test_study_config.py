@@ -87,3 +87,32 @@ def test_every_step_of_the_default_study_builds_from_its_needs(root: Path) -> No
     # Long kinds first: the policy lineage, then the pools, then the RMs, the longest PPO runs before evaluation.
     assert jobs[0].key == "lineage/tiny_llama" and kinds.index("sample") < kinds.index("train_rm") < kinds.index("ppo")
     assert kinds.index("ppo") < kinds.index("evaluate") < kinds.index("bon")
+
+
+def test_a_second_seed_adds_only_its_own_steps(root: Path) -> None:
+    """`study.seeds=[0,1]` on the quick grid (two mixes, general prompts): every record of the one-seed
+    study is one of the two-seed study's (seed 0's steps are cache hits), and seed 1 adds its own four
+    RMs, their evaluations and Best-of-N runs, the two PPO picks and their baseline pool. Record ids are worked out from
+    each step's composed config, as the store does, without training anything."""
+    from omegaconf import OmegaConf
+
+    from rlexp.job_graph import run_jobs
+    from rlexp.runtime import compose_task
+    from rlexp.store import record_id
+    from rlexp.tasks.study import Step, StudyPlan, study_jobs
+
+    def record_ids(*overrides: str) -> dict[str, str]:
+        grid = ["experiment=quick", "logger=none", "study.mixes=[general,personal]", "study.prompt_sets=[general]",
+                "study.extra_benchmarks=[]", "study.eval_profiles=[planner]", *overrides]
+        plan = StudyPlan(compose_task("study", grid))
+
+        def would_write(step: Step) -> tuple[str, None]:  # the id a step's record gets (its inputs are in rm=...)
+            return record_id(step.task, OmegaConf.to_container(step.config(), resolve=True)), None
+
+        return {key: str(rid) for key, (rid, _) in run_jobs(study_jobs(plan), would_write, 1).items()}
+
+    one, two = record_ids(), record_ids("study.seeds=[0,1]")
+    assert set(one.values()) <= set(two.values())
+    added = [k.split("/", 1)[0] for k, rid in two.items() if rid not in set(one.values())]
+    assert sorted(added) == sorted(["train_rm"] * 4 + ["evaluate"] * 4 + ["bon"] * 4 + ["ppo"] * 2 + ["sample"])
+    assert all(k.endswith("/s1") or "/s1/" in k for k, rid in two.items() if rid not in set(one.values()))

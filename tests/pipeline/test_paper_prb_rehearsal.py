@@ -42,8 +42,10 @@ def test_paper_prb_rehearsal_with_a_served_judge(world: Path, rms: dict[str, str
                  "sampling.max_new_tokens=32", "n_boot=100", "judge=llm", "judge.variant=prb", f"judge.model={MODEL}",
                  f"judge.endpoint={judge.url}"]
         bon = "[" + ",".join(f"'{i}'" for i in items) + "]"
+        # The world's full lineages (no lighter ones to build); without the preset's comparison sets,
+        # which the quick study's test covers: what is checked here is LaMP-QA and the served judge.
         record = study.run(compose("study", "experiment=paper_prb_rehearsal", "study.overrides.model=[]",
-                                   f"study.overrides.bon={bon}"))
+                                   "study.extra_benchmarks=[]", f"study.overrides.bon={bon}"))
     finally:
         judge.httpd.shutdown()
         judge.httpd.server_close()
