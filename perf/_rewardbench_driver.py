@@ -2,7 +2,8 @@
 transformers 4.51), timing its inference calls and keeping the texts and scores they saw.
 
 Its pipeline moves every batch to "cuda"; on a machine without CUDA that one call is sent to the
-CPU instead. Nothing else is altered. Usage (from perf/scoring_vs_rewardbench.py):
+CPU instead. Nothing else is altered: a forward pre-hook on its model counts the token positions each
+batch runs (padding included), as rlexp's scorer counts its own. Usage (from perf/scoring_vs_rewardbench.py):
 
     <side python> _rewardbench_driver.py OUT.json -- <run_v2 arguments>
 """
@@ -20,11 +21,19 @@ if not torch.cuda.is_available():
     to = transformers.BatchEncoding.to
     transformers.BatchEncoding.to = lambda self, device, **kw: to(self, "cpu" if device == "cuda" else device, **kw)
 
-seen = {"seconds": 0.0, "texts": [], "scores": []}
+seen = {"seconds": 0.0, "texts": [], "scores": [], "positions": 0}
 call = rb_pipeline.RewardBenchPipeline.__call__
 
 
+def count_positions(_module, args, kwargs):
+    ids = kwargs["input_ids"] if "input_ids" in kwargs else args[0]
+    seen["positions"] += int(ids.numel())
+
+
 def timed(self, samples, **kw):
+    if not getattr(self, "_positions_hooked", False):
+        self.model.register_forward_pre_hook(count_positions, with_kwargs=True)
+        self._positions_hooked = True
     t0 = time.perf_counter()
     out = call(self, samples, **kw)
     seen["seconds"] += time.perf_counter() - t0

@@ -87,10 +87,9 @@ def main() -> None:
             seen = _run_v2(python, folder, dataset, work)
             theirs.append(seen["seconds"])
         rendered = [scorer.render(q) for q in queries]
-        lengths = np.array([len(ids) for ids in scorer.encode(rendered)])
 
     same_texts = rendered == seen["texts"]
-    padded = sum(len(lengths[i : i + 64]) * int(lengths[i : i + 64].max()) for i in range(0, len(lengths), 64))
+    padded = seen["positions"]  # counted inside run_v2's pipeline, one pass
     n = len(queries)
     print(f"completions: {n}; torch threads: {torch.get_num_threads()}; rewardbench run_v2 with batches of 64, fp32")
     print(f"rlexp scorer       : {n / min(ours):8.1f} items/s  (shared prefixes; passes "

@@ -160,6 +160,7 @@ class StudyPlan:
         if not g.lineages or not g.mixes or not g.epochs:
             raise ConfigError("study grid is empty: study.lineages, study.mixes and study.epochs need at least one value")
         self.grid = g
+        self.seeds = study_seeds(g, int(cfg.seed))  # before any composition: a bad list fails at once
         self.common = [
             f"paths.root={cfg.paths.root}",
             f"paths.store={cfg.paths.store}",
@@ -192,7 +193,6 @@ class StudyPlan:
             for ps in g.prompt_sets:
                 down = self.config(task, [f"prompts={ps}"])
                 check_gold_judge(down.judge, down.prompts)
-        self.seeds = study_seeds(g, int(cfg.seed))
         self.threads = int(cfg.runtime.threads)
         self.n_jobs = int(g.n_jobs)
         self.ledger = StepLedger(Store(cfg.paths.store), enabled=bool(g.step_ledger) and not bool(cfg.get("force", False)))

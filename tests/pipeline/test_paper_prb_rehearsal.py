@@ -42,16 +42,16 @@ def test_paper_prb_rehearsal_with_a_served_judge(world: Path, rms: dict[str, str
                  "sampling.max_new_tokens=32", "n_boot=100", "judge=llm", "judge.variant=prb", f"judge.model={MODEL}",
                  f"judge.endpoint={judge.url}"]
         bon = "[" + ",".join(f"'{i}'" for i in items) + "]"
-        # The world's full lineages (no lighter ones to build); without the preset's comparison sets,
-        # which the quick study's test covers: what is checked here is LaMP-QA and the served judge.
+        # The world's full lineages (no lighter ones to build), one RM per lineage and no comparison sets
+        # (the quick study's test covers those): what is checked here is LaMP-QA and the served judge.
         record = study.run(compose("study", "experiment=paper_prb_rehearsal", "study.overrides.model=[]",
-                                   "study.extra_benchmarks=[]", f"study.overrides.bon={bon}"))
+                                   "study.mixes=[personal]", "study.extra_benchmarks=[]", f"study.overrides.bon={bon}"))
     finally:
         judge.httpd.shutdown()
         judge.httpd.server_close()
     store = Store(world / "runs")
     bons = [store.get(i, "bon") for i in record.inputs.values() if store.exists("bon", i)]
-    assert len(bons) == 4 and all(b.metrics["prompts"] == 6 for b in bons)
+    assert len(bons) == 2 and all(b.metrics["prompts"] == 6 for b in bons)
     assert all(b.info["judge"] == {"judge": "llm", "model": MODEL, "variant": "prb", "served": True} for b in bons)
     # One pool, graded once through the endpoint (6 prompts x 4 samples), whatever the number of RMs.
     assert len(judge.bodies) <= 6 * 4  # 0 when a kept test world already holds the grades
