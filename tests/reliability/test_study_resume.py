@@ -78,14 +78,15 @@ def test_quick_study_outputs_and_resume(tmp_path: Path) -> None:
     assert "report:" in out.stdout
     _check_page_one((report / "report.md").read_text())
 
-    # Killed twice (while evaluating and sampling; while training PPO), resumed each time: the same
-    # tables as the uninterrupted run. The store starts with the first run's lineages, RMs and half
-    # its evaluations (a killed RM training resumes from its checkpoint:
-    # tests/pipeline/test_train_rm_slow.py).
+    # Killed twice (while training PPO, which runs first; while evaluating), resumed each time: the
+    # same tables as the uninterrupted run. The store starts with the first run's lineages, RMs,
+    # pools, Best-of-N runs and half its evaluations (a killed RM training resumes from its
+    # checkpoint: tests/pipeline/test_train_rm_slow.py; a killed sampling run:
+    # tests/pipeline/test_bon.py).
     second = tmp_path / "resumed"
     # Hard links, as a user's cache would share them: the store writes records by atomic rename and
     # the deleted evaluations below are only unlinked, so the first store is left as it was.
-    private_store(first, second, ("data", "lineage", "train_rm", "evaluate"))
+    private_store(first, second, ("data", "lineage", "train_rm", "evaluate", "sample", "pool_scores", "bon"))
     # Half the evaluations are left to do (and to be killed in): the other half is what a killed
     # study had finished.
     evaluations = sorted((second / "runs" / "records" / "evaluate").glob("*.json"))
@@ -97,7 +98,7 @@ def test_quick_study_outputs_and_resume(tmp_path: Path) -> None:
     def count(task: str) -> int:
         return len(list((second / "runs" / "records" / task).glob("*.json")))
 
-    for task, at in (("evaluate", kept + 3), ("ppo", 1)):
+    for task, at in (("ppo", 1), ("evaluate", kept + 3)):
         proc = _study(second, background=True)
         deadline = time.time() + 900
         while time.time() < deadline and proc.poll() is None and count(task) < at:
