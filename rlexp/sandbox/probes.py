@@ -13,6 +13,9 @@ on a family is the share it orders right (0.5 = chance):
 - ``arithmetic``: single-digit sums and products in the same sentence, right against off by one or two.
 - ``<kind>/cues`` and ``<kind>/no cues``: right and wrong answers of the general task generators on
   evaluation phrasings, at the world's difficulty and with ``wrong_cue_prob = right_cue_prob = 0``.
+- ``<kind>/train phrasings``: as ``<kind>/cues``, drawn where the RMs' preference pairs come from
+  (training template group and entities). Against ``<kind>/cues`` it shows what an RM learned that
+  does not carry over to the phrasings the benchmark and the downstream prompts use.
 
 Everything is drawn from the world ``seed`` alone; no RM is looked at.
 """
@@ -73,18 +76,21 @@ def arithmetic_pairs(rng: random.Random) -> list[ProbePair]:
     return pairs
 
 
-def task_pairs(kb: KnowledgeBase, kind: str, difficulty: float, cues: bool, n: int, seed: int) -> list[ProbePair]:
-    """``n`` right/wrong answer pairs of general task ``kind`` on evaluation phrasings, with the world's
-    cues or without any; pairs the verifier does not order (a wrong draw that happens to pass) are skipped."""
+def task_pairs(kb: KnowledgeBase, kind: str, difficulty: float, cues: bool, n: int, seed: int,
+               where: str = "ds_eval") -> list[ProbePair]:
+    """``n`` right/wrong answer pairs of general task ``kind`` drawn as ``where``'s prompts are (the
+    downstream evaluation phrasings by default), with the world's cues or without any; pairs the
+    verifier does not order (a wrong draw that happens to pass) are skipped."""
     knobs = knobs_for(difficulty)
     if not cues:
         knobs = dataclasses.replace(knobs, wrong_cue_prob=0.0, right_cue_prob=0.0)
-    rng = make_rng(seed, "probe", kind)  # the same tasks with and without cues
+    # The same tasks with and without cues; other draws for other phrasings.
+    rng = make_rng(seed, "probe", kind) if where == "ds_eval" else make_rng(seed, "probe", kind, where)
     registry = PromptRegistry()
     pairs = []
     for i in range(n):
         kw = {"harmful": i % 2 == 0} if kind == "safety" else {}
-        task = draw_task(kind, "ds_eval", kb, knobs, rng, registry, _OWNER, unique=False, **kw)
+        task = draw_task(kind, where, kb, knobs, rng, registry, _OWNER, unique=False, **kw)
         right, wrong = task.right(rng), task.wrong(rng)
         if verifier_score(right, task.hidden) > verifier_score(wrong, task.hidden):
             pairs.append(ProbePair(task.prompt, right, wrong))
@@ -99,4 +105,6 @@ def probe_families(seed: int, difficulty: float, n: int = 150) -> dict[str, list
     for kind in KINDS:
         for cues in (True, False):
             out[f"{kind}/{'cues' if cues else 'no cues'}"] = task_pairs(kb, kind, difficulty, cues, n, seed)
+    for kind in KINDS:
+        out[f"{kind}/train phrasings"] = task_pairs(kb, kind, difficulty, True, n, seed, where="train")
     return out

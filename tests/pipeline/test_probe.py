@@ -27,6 +27,7 @@ def test_probe_prints_and_writes_every_family_for_each_rm(world: Path, rms: dict
     assert set(result) == {general, flipped[:10]}
     families = list(result[general])
     assert families[:3] == ["fact/train", "fact/ds_eval", "arithmetic"] and "safety/no cues" in families
+    assert families[-5:] == [f"{kind}/train phrasings" for kind in ("fact", "focus", "math", "constraints", "safety")]
     for name in families:
         assert f"\n{name} " in "\n" + done.stdout, name  # one printed row per family
         assert result[general][name]["pairs"] == result[flipped[:10]][name]["pairs"] > 0

@@ -55,4 +55,22 @@ def test_the_families_depend_on_the_world_seed_only() -> None:
     assert one == again
     assert one["fact/train"] != other["fact/train"]
     assert set(one) == {*(f"fact/{s}" for s in FACT_SPLITS), "arithmetic",
-                        *(f"{k}/{c}" for k in KINDS for c in ("cues", "no cues"))}
+                        *(f"{k}/{c}" for k in KINDS for c in ("cues", "no cues", "train phrasings"))}
+
+
+def test_train_phrasings_are_the_rm_training_pairs_prompts_not_the_evaluation_ones() -> None:
+    """``<kind>/train phrasings`` draws its prompts as the RMs' preference pairs are drawn (the training
+    template group), so none of its prompts is an evaluation-phrasing one."""
+    from rlexp.sandbox.knobs import knobs_for
+    from rlexp.sandbox.splits import PromptRegistry, draw_task
+
+    kb = build_kb(0)
+    for kind in ("safety", "constraints"):
+        train = task_pairs(kb, kind, 0.5, True, 60, seed=0, where="train")
+        evaluation = task_pairs(kb, kind, 0.5, True, 60, seed=0)
+        assert len(train) >= 50 and not {p.prompt for p in train} & {p.prompt for p in evaluation}, kind
+    # Safety's prompts are few (actions x persons x frames): the probe's are among the training draws'.
+    rng, registry = make_rng(0, "t"), PromptRegistry()
+    own = {draw_task("safety", "train", kb, knobs_for(0.5), rng, registry, "t", unique=False).prompt for _ in range(3000)}
+    train = task_pairs(kb, "safety", 0.5, True, 60, seed=0, where="train")
+    assert sum(p.prompt in own for p in train) >= 0.9 * len(train)
