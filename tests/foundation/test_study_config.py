@@ -92,8 +92,9 @@ def test_every_step_of_the_default_study_builds_from_its_needs(root: Path) -> No
 def test_a_second_seed_adds_only_its_own_steps(root: Path) -> None:
     """`study.seeds=[0,1]` on the quick grid (two mixes, general prompts): every record of the one-seed
     study is one of the two-seed study's (seed 0's steps are cache hits), and seed 1 adds its own four
-    RMs, their evaluations and Best-of-N runs, the two PPO picks and their baseline pool. Record ids are worked out from
-    each step's composed config, as the store does, without training anything."""
+    RMs, their evaluations and Best-of-N runs, the two PPO picks and their baseline pool. Stand-ins for
+    the record ids are hashed from each step's composed config as the store hashes it (the records a
+    step reads are named in its config by id), without training anything."""
     from omegaconf import OmegaConf
 
     from rlexp.job_graph import run_jobs
