@@ -89,7 +89,6 @@ def main() -> None:
         rendered = [scorer.render(q) for q in queries]
 
     same_texts = rendered == seen["texts"]
-    padded = seen["positions"]  # counted inside run_v2's pipeline, one pass
     n = len(queries)
     print(f"completions: {n}; torch threads: {torch.get_num_threads()}; rewardbench run_v2 with batches of 64, fp32")
     print(f"rlexp scorer       : {n / min(ours):8.1f} items/s  (shared prefixes; passes "
@@ -100,8 +99,9 @@ def main() -> None:
     print(f"same texts scored  : {same_texts}")
     if same_texts:
         print(f"max |difference|   : {np.max(np.abs(scores - np.array(seen['scores']))):.2e} (target <= 1e-5)")
-    print(f"positions run      : rlexp {scorer.stats.extra['positions']} against run_v2's {padded} "
-          f"({padded / scorer.stats.extra['positions']:.2f}x fewer)")
+    # Both counted where the model runs, one pass each: rlexp's scorer and a hook inside run_v2's pipeline.
+    ours_run, theirs_run = scorer.stats.extra["positions"], seen["positions"]
+    print(f"positions run      : rlexp {ours_run} against run_v2's {theirs_run} ({theirs_run / ours_run:.2f}x fewer)")
 
 
 if __name__ == "__main__":
