@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
+import time
 from functools import partial
 from pathlib import Path
 
@@ -31,6 +33,19 @@ FIRST = ("tests/reliability/test_study_resume.py::test_quick_study_outputs_and_r
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.nodeid not in FIRST)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """RLEXP_TEST_TIMELINE=file: one JSON line per test (worker, start, end; setup and teardown
+    included), to see where a worker idled or which test ran last."""
+    start = time.time()
+    yield
+    path = os.environ.get("RLEXP_TEST_TIMELINE")
+    if path:
+        with open(path, "a") as out:
+            out.write(json.dumps({"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": item.nodeid,
+                                  "start": start, "end": time.time()}) + "\n")
 
 
 @pytest.fixture(autouse=True)

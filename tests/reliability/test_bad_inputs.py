@@ -1,20 +1,24 @@
 """Every bad input is one line on stderr naming what to fix, exit code 2, and leaves no record and
-no artifact folder behind. Each case runs the real CLI in a subprocess against a copy of the shared test store."""
+no artifact folder behind. Each case runs the console entry (``rlexp.cli.main``, what the ``rlexp``
+script calls) against a copy of the shared test store, in this process: 46 interpreters importing torch
+and transformers cost ~100 CPU-seconds more and test nothing else (tests/foundation/test_cli.py runs
+the script itself in a subprocess)."""
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import shutil
-import subprocess
-from concurrent.futures import ThreadPoolExecutor
+import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from rlexp import cli
 from rlexp.store import Store
-from tests.conftest import env_with, rlexp_cmd
 
 pytestmark = pytest.mark.slow
 
@@ -163,8 +167,33 @@ def _snapshot(world: Path) -> set[str]:
     return {str(p.relative_to(runs)) for sub in ("records", "artifacts") for p in (runs / sub).glob("*/*")}
 
 
+def _run_cli(argv: list[str], env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """``rlexp argv`` in this process with ``env`` added: its exit code and stderr. Whatever a run
+    changes for the process (environment, sys.argv, torch threads, Hydra's log handlers) is put back."""
+    import torch
+
+    saved_env, saved_argv, threads = dict(os.environ), sys.argv[:], torch.get_num_threads()
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    os.environ.update(env)
+    capsys.readouterr()
+    try:
+        code = cli.main(argv)
+    except SystemExit as exc:  # Hydra apps exit instead of returning
+        code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+        sys.argv = saved_argv
+        torch.set_num_threads(threads)
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    return code, capsys.readouterr().err
+
+
 def test_bad_inputs_are_one_line_exit_2_and_leave_nothing(world_root: Path, rms: dict[str, str],
-                                                          fixtures: dict[str, Path], tmp_path: Path) -> None:
+                                                          fixtures: dict[str, Path], tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
     # A copy of the shared store: tests in another worker process may add records to the shared one
     # meanwhile, and this test asserts that nothing was added.
     world = tmp_path / "world"
@@ -173,23 +202,18 @@ def test_bad_inputs_are_one_line_exit_2_and_leave_nothing(world_root: Path, rms:
     assert len(cases) >= 30 and len({c[0] for c in cases}) == len(cases)
     before = _snapshot(world)
 
-    def run(case: tuple[str, list[str], dict[str, str], str]) -> tuple[str, str | None]:
-        name, argv, extra, expect = case
-        out = subprocess.run(rlexp_cmd(*argv), env=env_with(**{"RLEXP_ROOT": str(world), **extra}),
-                             capture_output=True, text=True, timeout=300)
-        lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    failed = {}
+    for name, argv, extra, expect in cases:
+        code, stderr = _run_cli(argv, {"RLEXP_ROOT": str(world), **extra}, capsys)
+        lines = [ln for ln in stderr.splitlines() if ln.strip()]
         errors = [ln for ln in lines if ln.startswith("rlexp")]
-        if out.returncode != 2:
-            return name, f"exit {out.returncode}: {out.stderr[-600:]}"
-        if "Traceback" in out.stderr or len(errors) != 1 or lines[-1] != errors[0]:
-            return name, f"not one line: {out.stderr[-600:]}"
-        if expect not in errors[0]:
-            return name, f"{expect!r} not in {errors[0]!r}"
-        return name, None
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(run, cases))
-    failed = {name: why for name, why in results if why}
-    print(f"bad inputs: {len(cases)} tried, {len(cases) - len(failed)} passed")
+        if code != 2:
+            failed[name] = f"exit {code}: {stderr[-600:]}"
+        elif "Traceback" in stderr or len(errors) != 1 or lines[-1] != errors[0]:
+            failed[name] = f"not one line: {stderr[-600:]}"
+        elif expect not in errors[0]:
+            failed[name] = f"{expect!r} not in {errors[0]!r}"
+    with capsys.disabled():
+        print(f"bad inputs: {len(cases)} tried, {len(cases) - len(failed)} passed")
     assert not failed, failed
     assert _snapshot(world) == before, sorted(_snapshot(world) ^ before)
