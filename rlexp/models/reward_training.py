@@ -60,6 +60,23 @@ def deepspeed_env() -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             os.environ["MASTER_PORT"] = str(s.getsockname()[1])
+    _skip_shm_comm_op()
+
+
+def _skip_shm_comm_op() -> None:
+    """One process on a CPU: DeepSpeed's shared-memory collectives op speeds up reductions between
+    processes on one host, so with a single process it has nothing to do, yet its first use JIT-compiles
+    it (~45 CPU-seconds of g++). DeepSpeed consults ``deepspeed.ops.__compatible_ops__`` before building it
+    and falls back to gloo when the op is marked incompatible, as on a platform without it."""
+    import torch
+
+    if os.environ.get("WORLD_SIZE") != "1" or torch.cuda.is_available():
+        return
+    import deepspeed.ops
+
+    compatible = deepspeed.ops.__compatible_ops__
+    if "deepspeed_shm_comm" in compatible:
+        compatible["deepspeed_shm_comm"] = False
 
 
 def validate_deepspeed(ds_config: dict[str, Any], *, batch_size: int, grad_accum: int, lr: float, bf16: bool) -> None:

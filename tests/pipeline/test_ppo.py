@@ -163,16 +163,18 @@ def test_default_ppo_settings_learn_an_easy_reward(world: Path) -> None:
 
 
 @pytest.mark.slow
-def test_ppo_deepspeed_zero2_on_cpu(world: Path, rms: dict[str, str]) -> None:
+def test_ppo_deepspeed_zero2_on_cpu(world: Path, rms: dict[str, str], tmp_path: Path) -> None:
+    extensions = tmp_path / "torch_extensions"
     out = subprocess.run(
         rlexp_cmd("ppo", "logger=none", f"rm={rms['llama_general']}", "model=tiny_llama", "prompts=general",
                   "deepspeed=zero2", *SMALL),
         capture_output=True, text=True, timeout=1200,
-        env=env_with(RLEXP_ROOT=str(world), TORCH_EXTENSIONS_DIR=str(world / ".cache" / "torch_extensions")),
+        env=env_with(RLEXP_ROOT=str(world), TORCH_EXTENSIONS_DIR=str(extensions)),
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     recs = [r for r in Store(world / "runs").records("ppo") if r.config["deepspeed"]["name"] == "zero2"]
     assert recs and recs[-1].metrics["train"]["steps"] > 0
+    assert not extensions.exists() or not any(extensions.iterdir())  # one process: no C++ op compiled
 
 
 @pytest.mark.parametrize("algorithm", ["grpo", "rloo"])

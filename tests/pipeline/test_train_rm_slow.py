@@ -59,8 +59,9 @@ def test_killed_during_epoch_two_resumes_from_checkpoint(world: Path, rms: dict[
 
 
 @pytest.mark.parametrize("stage", ["zero2", "zero3"])
-def test_deepspeed_on_cpu(world: Path, rms: dict[str, str], stage: str) -> None:
-    env = env_with(RLEXP_ROOT=str(world), TORCH_EXTENSIONS_DIR=str(world / ".cache" / "torch_extensions"))
+def test_deepspeed_on_cpu(world: Path, rms: dict[str, str], stage: str, tmp_path: Path) -> None:
+    extensions = tmp_path / "torch_extensions"
+    env = env_with(RLEXP_ROOT=str(world), TORCH_EXTENSIONS_DIR=str(extensions))
     out = subprocess.run(
         rlexp_cmd("train_rm", "logger=none", "model=tiny_llama", "data=general", f"deepspeed={stage}",
                   "data.max_rows=200", "trainer.save_steps=1000"),
@@ -69,3 +70,5 @@ def test_deepspeed_on_cpu(world: Path, rms: dict[str, str], stage: str) -> None:
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     recs = [r for r in Store(world / "runs").records("train_rm") if r.info["lineage"]["deepspeed"] == stage]
     assert recs and recs[-1].metrics["train/steps"] > 0
+    # One process: no C++ op compiled (the shared-memory collectives op would take ~45 s of g++).
+    assert not extensions.exists() or not any(extensions.iterdir()), sorted(p.name for p in extensions.iterdir())
