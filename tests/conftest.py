@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Generator
 from functools import partial
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
     """RLEXP_TEST_TIMELINE=file: one JSON line per test (worker, start, end; setup and teardown
     included), to see where a worker idled or which test ran last."""
     start = time.time()

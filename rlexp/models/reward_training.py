@@ -66,13 +66,16 @@ def deepspeed_env() -> None:
 def _skip_shm_comm_op() -> None:
     """One process on a CPU: DeepSpeed's shared-memory collectives op speeds up reductions between
     processes on one host, so with a single process it has nothing to do, yet its first use JIT-compiles
-    it (~45 CPU-seconds of g++). DeepSpeed consults ``deepspeed.ops.__compatible_ops__`` before building it
-    and falls back to gloo when the op is marked incompatible, as on a platform without it."""
-    import torch
-
-    if os.environ.get("WORLD_SIZE") != "1" or torch.cuda.is_available():
+    it (~50 CPU-seconds of g++ and compiler probes). DeepSpeed consults ``deepspeed.ops.__compatible_ops__``
+    before building it and falls back to gloo when the op is marked incompatible, as on a platform
+    without it."""
+    if os.environ.get("WORLD_SIZE") != "1":
         return
     import deepspeed.ops
+    from deepspeed.accelerator import get_accelerator
+
+    if get_accelerator().device_name() != "cpu":
+        return
 
     compatible = deepspeed.ops.__compatible_ops__
     if "deepspeed_shm_comm" in compatible:

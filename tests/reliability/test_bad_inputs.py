@@ -179,8 +179,8 @@ def _run_cli(argv: list[str], env: dict[str, str], capsys: pytest.CaptureFixture
     capsys.readouterr()
     try:
         code = cli.main(argv)
-    except SystemExit as exc:  # Hydra apps exit instead of returning
-        code = exc.code if isinstance(exc.code, int) else 1
+    except SystemExit as exc:  # Hydra apps exit instead of returning; as the interpreter maps the code
+        code = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
     finally:
         os.environ.clear()
         os.environ.update(saved_env)
