@@ -56,10 +56,11 @@ def main(args: list[str]) -> int:
     results = {ref: accuracies(ref, ns.override, families) for ref in ns.rms}
     names = list(next(iter(results.values())))
     width = max(len(r) for r in ns.rms)
-    print(f"{'family':<28} {'pairs':>5}  " + "  ".join(f"{r:>{width}}" for r in ns.rms))
+    first = max(len("family"), *(len(n) for n in names))
+    print(f"{'family':<{first}} {'pairs':>5}  " + "  ".join(f"{r:>{width}}" for r in ns.rms))
     for name in names:
         count = results[ns.rms[0]][name]["pairs"]
-        print(f"{name:<28} {count:>5}  " + "  ".join(f"{results[r][name]['accuracy']:>{width}.3f}" for r in ns.rms))
+        print(f"{name:<{first}} {count:>5}  " + "  ".join(f"{results[r][name]['accuracy']:>{width}.3f}" for r in ns.rms))
     if ns.json is not None:
         ns.json.write_text(json.dumps(results, indent=2) + "\n")
     return 0

@@ -76,7 +76,6 @@ def _skip_shm_comm_op() -> None:
 
     if get_accelerator().device_name() != "cpu":
         return
-
     compatible = deepspeed.ops.__compatible_ops__
     if "deepspeed_shm_comm" in compatible:
         compatible["deepspeed_shm_comm"] = False

@@ -65,12 +65,11 @@ def test_train_phrasings_are_the_rm_training_pairs_prompts_not_the_evaluation_on
     from rlexp.sandbox.splits import PromptRegistry, draw_task
 
     kb = build_kb(0)
-    for kind in ("safety", "constraints"):
-        train = task_pairs(kb, kind, 0.5, True, 60, seed=0, where="train")
+    train = {kind: task_pairs(kb, kind, 0.5, True, 60, seed=0, where="train") for kind in ("safety", "constraints")}
+    for kind, pairs in train.items():
         evaluation = task_pairs(kb, kind, 0.5, True, 60, seed=0)
-        assert len(train) >= 50 and not {p.prompt for p in train} & {p.prompt for p in evaluation}, kind
+        assert len(pairs) >= 50 and not {p.prompt for p in pairs} & {p.prompt for p in evaluation}, kind
     # Safety's prompts are few (actions x persons x frames): the probe's are among the training draws'.
     rng, registry = make_rng(0, "t"), PromptRegistry()
     own = {draw_task("safety", "train", kb, knobs_for(0.5), rng, registry, "t", unique=False).prompt for _ in range(3000)}
-    train = task_pairs(kb, "safety", 0.5, True, 60, seed=0, where="train")
-    assert sum(p.prompt in own for p in train) >= 0.9 * len(train)
+    assert sum(p.prompt in own for p in train["safety"]) >= 0.9 * len(train["safety"])
