@@ -202,7 +202,9 @@ class RewardModelScorer:
                 pad = self.tokenizer.pad_token_id
                 # The head reads the last non-pad token: it must stay in every member's own tail.
                 keep = [next((j for j in range(len(seq) - 1, -1, -1) if seq[j] != pad), 0) for seq in ids]
-                groups, rest = prefix_groups(ids, keep, max_members=bs)
+                # A packed row is capped at the longest input the scorer reads whole, so it never
+                # needs more memory than a batch of whole inputs.
+                groups, rest = prefix_groups(ids, keep, max_members=bs, max_tokens=self.settings.max_length)
                 rest = self._score_groups(ids, groups, keep, scores, parts) + list(rest)
             self._score_whole(ids, rest, scores)
         self.stats.items += len(texts)

@@ -34,15 +34,20 @@ def _common(a: Sequence[int], b: Sequence[int], limit: int) -> int:
     return i
 
 
-def prefix_groups(ids: Sequence[Sequence[int]], keep: Sequence[int], max_members: int) -> tuple[list[PrefixGroup], list[int]]:
+def prefix_groups(ids: Sequence[Sequence[int]], keep: Sequence[int], max_members: int,
+                  max_tokens: int | None = None) -> tuple[list[PrefixGroup], list[int]]:
     """Split sequences into shared-prefix groups and the rest, running the fewest tokens.
 
     ``keep[i]`` is how many leading tokens of sequence ``i`` may be shared: the scorer reads the
     last non-pad token, so that token must stay in every member's own tail. In token order, the
     common prefix of a run of sequences is the smallest common prefix of neighbours, and a group of
     ``k`` saves ``(k - 1) * prefix`` tokens; the split into runs that saves most is found by dynamic
-    programming. Groups have at most ``max_members`` members and a prefix of at least
-    :data:`MIN_PREFIX` tokens; the second list holds the sequences left to score whole.
+    programming. Groups have at most ``max_members`` members, a prefix of at least
+    :data:`MIN_PREFIX` tokens and, with ``max_tokens``, a packed row (the prefix once, then every
+    member's tail) of at most that many tokens: attention and its mask grow with the square of a
+    row's length, so one user's long history shared by a whole PPO batch would otherwise make a
+    row of thousands of tokens and take gigabytes. The second list holds the sequences left to
+    score whole.
     """
     order = sorted(range(len(ids)), key=lambda i: ids[i])
     # neighbour[k]: what order[k - 1] and order[k] may share.
@@ -52,9 +57,12 @@ def prefix_groups(ids: Sequence[Sequence[int]], keep: Sequence[int], max_members
     for end in range(1, len(order) + 1):
         saved[end], start[end] = saved[end - 1], end - 1
         prefix = keep[order[end - 1]]
+        total = len(ids[order[end - 1]])
         for first in range(end - 2, max(-1, end - 1 - max_members), -1):
             prefix = min(prefix, neighbour[first + 1])
-            if prefix < MIN_PREFIX:
+            total += len(ids[order[first]])
+            # The packed row only grows as members join (a shorter prefix lengthens every tail).
+            if prefix < MIN_PREFIX or (max_tokens is not None and total - (end - 1 - first) * prefix > max_tokens):
                 break
             if saved[first] + (end - 1 - first) * prefix > saved[end]:
                 saved[end], start[end] = saved[first] + (end - 1 - first) * prefix, first

@@ -58,6 +58,25 @@ def _validate(cfg: DictConfig) -> None:
         raise ConfigError(f"trainer.total_episodes={t.total_episodes} is smaller than one batch ({batch})")
 
 
+def _check_train_size(cfg: DictConfig, n_prompts: int) -> None:
+    """Fail when the train split cannot fill one rollout batch.
+
+    TRL's PPO reads prompts through a ``drop_last`` dataloader in an endless loop: with fewer
+    prompts than one batch per rank the loader is empty and training spins forever at full CPU.
+    """
+    if cfg.algorithm != "ppo":
+        return
+    t = cfg.trainer
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    batch = t.per_device_train_batch_size * t.gradient_accumulation_steps * world
+    if n_prompts < batch:
+        raise ConfigError(
+            f"prompts={cfg.prompts.name}: the {cfg.prompts.train_split!r} split has {n_prompts} prompts, fewer than "
+            f"one PPO batch ({batch} = per_device_train_batch_size x gradient_accumulation_steps x {world} ranks); "
+            "lower the batch or give more prompts"
+        )
+
+
 def _settings(cfg: DictConfig, report_to: str, bf16: bool, use_cpu: bool) -> dict[str, Any]:
     t = OmegaConf.to_container(cfg.trainer, resolve=True)
     extra = t.pop("extra") or {}
@@ -266,6 +285,7 @@ def run(cfg: DictConfig) -> Record:
     check_generation_length(policy_path, int(cfg.sampling.max_new_tokens), "sampling.max_new_tokens")
     reward, rm_id, rm_lineage = inputs.reward(cfg)
     train_prompts, train_id = inputs.prompt_set(cfg, split=cfg.prompts.train_split)
+    _check_train_size(cfg, len(train_prompts))
     before, _ = _eval_pool(cfg, None)
     ids = {"policy": policy_id, "rm": rm_id, "train_prompts": train_id, "baseline_pool": before.id}
     return execute(

@@ -61,6 +61,8 @@ def test_bad_inputs(world: Path, rms: dict[str, str], tmp_path: Path) -> None:
         ((rm, "trainer.total_episodes=-4"), "total_episodes=-4"),
         ((rm, "trainer.per_device_train_batch_size=6", "trainer.num_mini_batches=4"), "num_mini_batches=4"),
         (("rm=judge:oracle",), "judge='oracle'"),
+        # TRL's drop_last prompt loader would be empty and its endless loop would spin forever.
+        ((rm, "prompts.limit=8", "trainer.gradient_accumulation_steps=2"), "fewer than one PPO batch (16"),
     ]:
         out = run(*args)
         assert out.returncode == 2 and msg in out.stderr and out.stderr.strip().count("\n") == 0, out.stderr[-1500:]

@@ -24,10 +24,12 @@ def _common(a: list[int], b: list[int]) -> int:
     return n
 
 
-def _saving(ids: list[list[int]], keep: list[int], block: tuple[int, ...], cap: int) -> int:
+def _saving(ids: list[list[int]], keep: list[int], block: tuple[int, ...], cap: int, max_tokens: int | None) -> int:
     if len(block) < 2 or len(block) > cap:
         return 0 if len(block) <= cap else -10**9
     prefix = min([keep[i] for i in block] + [_common(ids[block[0]], ids[j]) for j in block[1:]])
+    if max_tokens is not None and sum(len(ids[i]) for i in block) - (len(block) - 1) * prefix > max_tokens:
+        return -10**9
     return (len(block) - 1) * prefix if prefix >= MIN_PREFIX else 0
 
 
@@ -43,22 +45,25 @@ def _runs(order: list[int]):
         yield [*runs, tuple(run)]
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(12))
 def test_groups_share_exact_prefixes_and_save_the_most_of_any_split_in_token_order(seed: int) -> None:
     rng = random.Random(seed)
     stems = [[rng.randrange(5) for _ in range(rng.randrange(4, 20))] for _ in range(3)]
     ids = [rng.choice(stems) + [rng.randrange(3) for _ in range(rng.randrange(0, 6))] for _ in range(9)]
     keep = [max(0, len(s) - 1 - rng.randrange(2)) for s in ids]
     cap = rng.choice([2, 3, 7])
-    groups, alone = prefix_groups(ids, keep, max_members=cap)
+    max_tokens = rng.choice([None, 18, 24, 32])  # binds in 4 of the 12 seeds
+    groups, alone = prefix_groups(ids, keep, max_members=cap, max_tokens=max_tokens)
 
     assert sorted([*alone, *(m for g in groups for m in g.members)]) == list(range(len(ids)))
     for g in groups:
         assert 2 <= len(g.members) <= cap and g.prefix >= MIN_PREFIX
+        packed = g.prefix + sum(len(ids[m]) - g.prefix for m in g.members)
+        assert max_tokens is None or packed <= max_tokens
         assert all(g.prefix <= keep[m] and ids[m][: g.prefix] == ids[g.members[0]][: g.prefix] for m in g.members)
     saved = sum((len(g.members) - 1) * g.prefix for g in groups)
     order = sorted(range(len(ids)), key=lambda i: ids[i])
-    best = max(sum(_saving(ids, keep, b, cap) for b in runs) for runs in _runs(order))
+    best = max(sum(_saving(ids, keep, b, cap, max_tokens) for b in runs) for runs in _runs(order))
     assert saved == best
 
 
