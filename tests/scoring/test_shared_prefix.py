@@ -130,3 +130,27 @@ def test_shared_prefix_scores_equal_whole_sequence_scores(arch: str, chat_format
     ref = whole.score_texts(texts)
     got = RewardModelScorer(model, tok, ScorerConfig(batch_size=4, share_prefix=True)).score_texts(texts)
     assert np.max(np.abs(got - ref)) <= 1e-5
+
+
+def test_packed_rows_stay_within_max_length() -> None:
+    """One long history shared by many responses (a PPO batch of one user) is packed into rows of
+    at most ``max_length`` tokens, never one row of all of them: memory stays that of a whole batch."""
+    model, tok = _reward_model("llama", "llama")
+    history = "user 7 asks how to cook rice and the judge rates answer 3. " * 6
+    items = [ScoreInput(f"{history} how to cook bread?", f"answer {i} " + "with a camera " * (i % 4)) for i in range(12)]
+    whole = RewardModelScorer(model, tok, ScorerConfig(batch_size=16, share_prefix=False))
+    ids = whole.encode([whole.render(x) for x in items])
+    keep = [len(s) - 1 for s in ids]
+    uncapped, _ = prefix_groups(ids, keep, max_members=16)
+    assert len(uncapped) == 1  # without a cap: one row of every response
+    longest = max(len(s) for s in ids)
+    limit = longest + 2 * (longest - uncapped[0].prefix)  # about three responses per row
+    groups, alone = prefix_groups(ids, keep, max_members=16, max_tokens=limit)
+    packed = [g.prefix + sum(len(ids[m]) - g.prefix for m in g.members) for g in groups]
+    assert len(groups) >= 3 and max(packed) <= limit and not alone
+
+    capped = RewardModelScorer(model, tok, ScorerConfig(batch_size=16, share_prefix=True, max_length=limit))
+    assert np.max(np.abs(capped.score(items) - whole.score(items))) <= 1e-5
+    assert capped.stats.extra["packed"] == len(items)
+    # One padded batch of the capped rows, plus the packing check's one whole sequence.
+    assert capped.stats.extra["positions"] - len(groups) * max(packed) in {len(s) for s in ids}
