@@ -78,27 +78,27 @@ def test_quick_study_outputs_and_resume(tmp_path: Path) -> None:
     assert "report:" in out.stdout
     _check_page_one((report / "report.md").read_text())
 
-    # Killed twice (while training PPO, which runs first; while evaluating), resumed each time: the
-    # same tables as the uninterrupted run. The store starts with the first run's lineages, RMs,
-    # pools, Best-of-N runs and half its evaluations (a killed RM training resumes from its
-    # checkpoint: tests/pipeline/test_train_rm_slow.py; a killed sampling run:
-    # tests/pipeline/test_bon.py).
+    # Killed twice (while training PPO, which runs first; then while evaluating), resumed each
+    # time: the same tables as the uninterrupted run. The store starts with every record of the
+    # first run but two PPO runs and four evaluations, as a killed study would have left it: enough
+    # work left to be killed in twice, little enough not to redo half the study (a killed RM
+    # training resumes from its checkpoint: tests/pipeline/test_train_rm_slow.py; a killed sampling
+    # run: tests/pipeline/test_bon.py).
     second = tmp_path / "resumed"
     # Hard links, as a user's cache would share them: the store writes records by atomic rename and
-    # the deleted evaluations below are only unlinked, so the first store is left as it was.
-    private_store(first, second, ("data", "lineage", "train_rm", "evaluate", "sample", "pool_scores", "bon"))
-    # Half the evaluations are left to do (and to be killed in): the other half is what a killed
-    # study had finished.
-    evaluations = sorted((second / "runs" / "records" / "evaluate").glob("*.json"))
-    for record in evaluations[::2]:
-        record.unlink()
-        shutil.rmtree(second / "runs" / "artifacts" / "evaluate" / record.stem, ignore_errors=True)
-    kept = len(evaluations) - len(evaluations[::2])
+    # the deleted records below are only unlinked, so the first store is left as it was.
+    private_store(first, second, ("data", "lineage", "train_rm", "evaluate", "sample", "pool_scores", "bon", "ppo"))
+    left = {task: sorted((second / "runs" / "records" / task).glob("*.json"))[:n] for task, n in (("ppo", 2), ("evaluate", 4))}
+    for task, records in left.items():
+        for record in records:
+            record.unlink()
+            shutil.rmtree(second / "runs" / "artifacts" / task / record.stem, ignore_errors=True)
 
     def count(task: str) -> int:
         return len(list((second / "runs" / "records" / task).glob("*.json")))
 
-    for task, at in (("ppo", 1), ("evaluate", kept + 3)):
+    for task in ("ppo", "evaluate"):
+        at = count(task) + 1
         proc = _study(second, background=True)
         deadline = time.time() + 900
         while time.time() < deadline and proc.poll() is None and count(task) < at:
