@@ -30,7 +30,7 @@ def main() -> None:
     path = inputs.lineage(cfg).checkpoint("instruct")
     prompts, _ = inputs.prompt_set(cfg)
     tok, model = load_tokenizer(path, padding_side="left"), load_causal_lm(path)
-    s = SamplingConfig(n=n, profile_k=cfg.sampling.profile_k, max_new_tokens=cfg.sampling.max_new_tokens)
+    s = SamplingConfig(n=n, top_k=cfg.sampling.top_k, profile_k=cfg.sampling.profile_k, max_new_tokens=cfg.sampling.max_new_tokens)
     convs = [chat_messages(p, s.profile_k) for p in prompts]
     sampler = HFSampler(model, tok)
     lengths = [len(tok.apply_chat_template(c, add_generation_prompt=True, tokenize=True, return_dict=False)) for c in convs]
@@ -40,7 +40,7 @@ def main() -> None:
         enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
         torch.manual_seed(seed)
         with torch.inference_mode():
-            out = model.generate(**enc, do_sample=True, temperature=s.temperature, top_p=s.top_p,
+            out = model.generate(**enc, do_sample=True, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k or 0,
                                  max_new_tokens=s.max_new_tokens, num_return_sequences=n,
                                  pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
         rows = []

@@ -241,6 +241,10 @@ class SamplingConfig:
     n: int = 16
     temperature: float = 1.0
     top_p: float = 0.9
+    # None: no top-k cut, as the papers' vLLM runs sample. transformers' generate() would otherwise
+    # apply the model's generation config, whose default is top_k=50; the sandbox preset keeps that
+    # 50 explicitly, since its pools were drawn with it.
+    top_k: int | None = None
     max_new_tokens: int = 64
     batch_prompts: int = 8
     chunk_prompts: int = 32
@@ -262,6 +266,8 @@ class SamplingConfig:
             raise ConfigError(f"sampling.max_new_tokens={self.max_new_tokens} must be >= 1")
         if not 0 < self.top_p <= 1:
             raise ConfigError(f"sampling.top_p={self.top_p} must be in (0, 1]")
+        if self.top_k is not None and self.top_k < 1:
+            raise ConfigError(f"sampling.top_k={self.top_k} must be null (no top-k cut) or >= 1")
         if self.temperature < 0:
             raise ConfigError(f"sampling.temperature={self.temperature} must be >= 0")
 

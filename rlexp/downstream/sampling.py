@@ -108,6 +108,8 @@ class HFSampler:
                 do_sample=s.temperature > 0,
                 temperature=s.temperature if s.temperature > 0 else None,
                 top_p=s.top_p if s.temperature > 0 else None,
+                # 0, not None: None would fall back to the generation config's top_k (50 by default).
+                top_k=(s.top_k or 0) if s.temperature > 0 else None,
                 max_new_tokens=s.max_new_tokens,
                 pad_token_id=tok.pad_token_id,
                 eos_token_id=tok.eos_token_id,

@@ -41,7 +41,8 @@ class VLLMSampler:
         (it includes the EOS token that ended a sample)."""
         from vllm import SamplingParams
 
-        params = [SamplingParams(n=s.n, temperature=s.temperature, top_p=s.top_p, max_tokens=s.max_new_tokens,
+        params = [SamplingParams(n=s.n, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k or -1,
+                                 max_tokens=s.max_new_tokens,
                                  seed=seed + i) for i in range(len(prompts))]
         outputs = self.llm.chat([list(p) for p in prompts], params, use_tqdm=False)
         return [[(c.text.strip(), len(c.token_ids), "eos" if c.finish_reason == "stop" else "length")

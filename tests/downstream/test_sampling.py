@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from rlexp.config.nodes import SamplingConfig
+from rlexp.errors import ConfigError
 from rlexp.downstream.sampling import HFSampler
 from rlexp.models import tiny
 from tests._tiny_random import random_chat_model
@@ -21,7 +22,9 @@ def _random_chat_model(arch: str, chat_format: str) -> tuple[object, object]:
 
 @pytest.mark.parametrize(("arch", "chat_format"), [("llama", "llama"), ("qwen2", "chatml")])
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
-def test_shared_prefill_gives_the_plain_generate_samples(arch: str, chat_format: str, temperature: float) -> None:
+@pytest.mark.parametrize("top_k", [None, 5])
+def test_shared_prefill_gives_the_plain_generate_samples(arch: str, chat_format: str, temperature: float,
+                                                         top_k: int | None) -> None:
     model, tok = _random_chat_model(arch, chat_format)
     sampler = HFSampler(model, tok)
     # Different lengths, so left padding and per-row positions are exercised.
@@ -30,7 +33,7 @@ def test_shared_prefill_gives_the_plain_generate_samples(arch: str, chat_format:
         [{"role": "system", "content": "be brief"}, {"role": "user", "content": "how to cook bread in the garden " * 4}],
         [{"role": "user", "content": "camera paint knitting bike tomato"}],
     ]
-    s = SamplingConfig(n=4, temperature=temperature, top_p=0.9, max_new_tokens=12)
+    s = SamplingConfig(n=4, temperature=temperature, top_p=0.9, top_k=top_k, max_new_tokens=12)
     got = sampler.generate(prompts, s, seed=3)
 
     texts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in prompts]
@@ -40,6 +43,7 @@ def test_shared_prefill_gives_the_plain_generate_samples(arch: str, chat_format:
         plain = model.generate(
             input_ids=enc["input_ids"].repeat_interleave(s.n, 0), attention_mask=enc["attention_mask"].repeat_interleave(s.n, 0),
             do_sample=temperature > 0, temperature=temperature or None, top_p=0.9 if temperature else None,
+            top_k=(top_k or 0) if temperature else None,
             max_new_tokens=s.max_new_tokens, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
         )
     expected = []
@@ -51,3 +55,21 @@ def test_shared_prefill_gives_the_plain_generate_samples(arch: str, chat_format:
     # means something.
     assert len(set(expected)) >= (3 if temperature == 0 else 6)
     assert all(len(samples) == s.n for samples in got)
+
+
+def _first_tokens(sampler: HFSampler, tok: object, top_k: int | None) -> set[str]:
+    """The distinct first tokens of 256 samples for one prompt."""
+    s = SamplingConfig(n=256, temperature=1.0, top_p=1.0, top_k=top_k, max_new_tokens=1)
+    return {text for text, _, _ in sampler.generate([[{"role": "user", "content": "word"}]], s, seed=0)[0]}
+
+
+def test_top_k_is_the_setting_not_the_generation_config_default() -> None:
+    # A random model's next-token distribution is nearly flat over 300 tokens: without a cut, 256
+    # draws give far more than 5 distinct tokens; transformers would cut at its default top_k=50 if
+    # the sampler left top_k unset (the vLLM backend, like the papers' runs, has no cut).
+    model, tok = _random_chat_model("llama", "llama")
+    sampler = HFSampler(model, tok)
+    assert len(_first_tokens(sampler, tok, None)) > 50
+    assert len(_first_tokens(sampler, tok, 5)) <= 5
+    with pytest.raises(ConfigError, match="sampling.top_k=0 must be null"):
+        SamplingConfig(top_k=0)
