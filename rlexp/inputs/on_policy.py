@@ -40,6 +40,9 @@ PAIRS_PER_PROMPT = 4
 MIN_MARGIN = 0.25
 LABEL_NOISE = 0.1
 PROMPT_SETS = ("personalized", "general")
+# Every train prompt of each set; a number keeps the first that many (a smaller pool for tests). It
+# reaches the pools' configs as prompts.limit, so their ids, and the pairs' record id, say so.
+PROMPT_LIMIT: int | None = None
 
 
 def is_on_policy_ref(ref: str) -> bool:
@@ -55,7 +58,7 @@ def _pool_cfg(cfg: DictConfig, preset: str, prompt_set: str) -> DictConfig:
     return compose_task("bon", ["logger=none", f"progress={str(bool(cfg.get('progress', False))).lower()}",
                                 f"runtime.threads={cfg.runtime.threads}", *keep, *world, f"model={preset}",
                                 f"prompts={prompt_set}", "prompts.split=train", f"sampling.n={SAMPLES}",
-                                inputs.UNUSED_RM])
+                                *([f"prompts.limit={PROMPT_LIMIT}"] if PROMPT_LIMIT else []), inputs.UNUSED_RM])
 
 
 def _pairs(prompts: list[PromptItem], texts: list[list[str]], gold: np.ndarray, source: str) -> list[dict[str, Any]]:

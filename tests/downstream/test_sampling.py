@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from rlexp.config.nodes import SamplingConfig
-from rlexp.errors import ConfigError
 from rlexp.downstream.sampling import HFSampler
+from rlexp.errors import ConfigError
 from rlexp.models import tiny
 from tests._tiny_random import random_chat_model
 

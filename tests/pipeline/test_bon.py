@@ -129,7 +129,7 @@ def test_nan_score_is_named(world: Path) -> None:
 
 @pytest.mark.slow
 def test_killed_sample_resumes_to_identical_pool(world: Path, rms: dict[str, str]) -> None:
-    args = ["sample", "logger=none", "model=tiny_llama", "prompts=personalized", "prompts.limit=64",
+    args = ["sample", "logger=none", "model=tiny_llama", "prompts=personalized", "prompts.limit=40",
             "sampling.chunk_prompts=8", "sampling.n=4", "seed=11"]
     env = env_with(RLEXP_ROOT=str(world))
     import shutil

@@ -20,9 +20,10 @@ def test_on_policy_pairs_are_gold_labelled_train_prompts(world: Path, monkeypatc
     from rlexp.sandbox.judges import gold_score
     from rlexp.store import Store
 
-    # 4 samples per train prompt instead of 16: what is checked here is which pairs are made, and 16
-    # would quadruple this test's sampling (600 prompts).
+    # 4 samples for each of the first 120 train prompts per set instead of 16 for all 300: what is
+    # checked here is which pairs are made, and every sample of the full pools took a minute to draw.
     monkeypatch.setattr(on_policy, "SAMPLES", 4)
+    monkeypatch.setattr(on_policy, "PROMPT_LIMIT", 120)
 
     cfg = compose("train_rm", "model=tiny_qwen", "data=on_policy")
     path, rid = inputs.data_ref(str(cfg.data.sources.on_policy), cfg)
