@@ -106,28 +106,6 @@ def test_ppo_record_and_trained_policy(world: Path, rms: dict[str, str]) -> None
     assert pool.metrics["samples"] == 16
 
 
-@pytest.mark.slow
-def test_general_rm_ppo_gain_exceeds_flipped_on_general_prompts(world: Path, rms: dict[str, str]) -> None:
-    """A directional fact that does not depend on tuning: PPO against the general RM moves the gold
-    verifier more than PPO against its flipped-label control, on the same prompts.
-
-    Measured on the test world with these settings, three seeds (gain, 95% CI over the 300 prompts):
-    general RM +0.015 [+0.002, +0.026] / +0.016 [+0.002, +0.031] / +0.009 [-0.004, +0.021]; flipped
-    RM -0.001 / +0.003 / +0.006. The default seed's margin (0.015) is the widest of the three; the
-    third seed's (0.002) is why no CI is asserted here.
-    """
-    from rlexp.tasks import ppo
-
-    # All 300 general evaluation prompts (the samples differ in gold on about one prompt in four), 4
-    # samples each, 32 updates of 8 rollouts.
-    common = ["model=tiny_llama", "prompts=general", "profile=none", "sampling.n=4", "trainer.total_episodes=256"]
-    good = ppo.run(compose("ppo", f"rm={rms['llama_general']}", *common)).metrics
-    bad = ppo.run(compose("ppo", f"rm={rms['llama_flipped']}", *common)).metrics
-    print("PPO general gain general/flipped", good["gain"], good["gain_ci"], bad["gain"], bad["gain_ci"])
-    assert good["gold_before"] == bad["gold_before"]  # one baseline pool
-    assert good["gain"] > bad["gain"]
-
-
 class ProseReward:
     """A verifiable, user-blind reward: 1 for flowing prose (the sandbox format checker), else 0.
 
