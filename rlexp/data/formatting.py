@@ -86,8 +86,11 @@ def rm_user_turn(
     - ``raw``: question + ``separator`` + :func:`render_profile` of the top-``k`` posts.
     - ``planner``: question + ``separator`` + ``planner(question, top-k posts)``.
 
-    With no posts (or an empty plan) the turn is the question alone, without a dangling
-    separator. The assistant turn (the response) is added by the caller's chat template.
+    With no posts in raw mode, or a planner that returns "", the turn is the question alone, without
+    a dangling separator. The sandbox planner returns its header line even when it infers no aspect
+    (no posts: a general prompt), so a planner-mode turn always carries that line, as it did when the
+    stored planner-mode RMs were trained. The assistant turn (the response) is added by the caller's
+    chat template.
     """
     if mode not in PROFILE_MODES:
         raise ConfigError(f"unknown profile mode {mode!r}; valid modes: {', '.join(PROFILE_MODES)}")
