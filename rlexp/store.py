@@ -56,11 +56,11 @@ HASH_NEUTRAL: dict[tuple[str, str], Any] = {
     ("scorer", "share_prefix"): False,
     ("tiny", "pack_batches"): False,  # a tiny lineage trained on packed batches
     ("prompts", "tasks"): {},  # suite prompt sets; every older prompt set has none
-    ("sampling", "vllm_engine"): {},
+    ("sampling", "vllm_engine"): {},  # the vllm backend's engine settings; the hf backend has none
     # Pools drawn before top_k was a setting came from the hf backend, which applied transformers'
     # default top_k=50 (a vLLM pool then had no cut and now hashes top_k: null).
     ("sampling", "top_k"): 50,
-    ("sampling", "policy_profile"): "posts",  # every older pool showed the policy the posts  # the vllm backend's engine settings; the hf backend has none
+    ("sampling", "policy_profile"): "posts",  # every older pool showed the policy the posts
     # LaMP-QA prompt sets; every older prompt set is in rlexp's format. A None default drops the key
     # whatever its value: domains and retriever_model are in the prompt set's id (an input of the pool).
     ("prompts", "format"): "rlexp",
