@@ -78,3 +78,6 @@ def test_vllm_pool_is_seeded_per_prompt_and_resumes(world: Path, rms: dict[str, 
     assert store.get(resumed_id, "sample").info["resumed_chunks"] >= 1
     _sample(world, "seed=4", "force=true")  # uninterrupted
     assert _pool(world, 4)[1] == resumed
+    # No top-k cut (sampling.top_k=null, the reference preset's): the engine takes it as -1.
+    _sample(world, "seed=5", "sampling.top_k=null")
+    assert len(_pool(world, 5)[1]) == 6 * 3
