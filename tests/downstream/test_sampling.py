@@ -57,7 +57,7 @@ def test_shared_prefill_gives_the_plain_generate_samples(arch: str, chat_format:
     assert all(len(samples) == s.n for samples in got)
 
 
-def _first_tokens(sampler: HFSampler, tok: object, top_k: int | None) -> set[str]:
+def _first_tokens(sampler: HFSampler, top_k: int | None) -> set[str]:
     """The distinct first tokens of 256 samples for one prompt."""
     s = SamplingConfig(n=256, temperature=1.0, top_p=1.0, top_k=top_k, max_new_tokens=1)
     return {text for text, _, _ in sampler.generate([[{"role": "user", "content": "word"}]], s, seed=0)[0]}
@@ -67,9 +67,8 @@ def test_top_k_is_the_setting_not_the_generation_config_default() -> None:
     # A random model's next-token distribution is nearly flat over 300 tokens: without a cut, 256
     # draws give far more than 5 distinct tokens; transformers would cut at its default top_k=50 if
     # the sampler left top_k unset (the vLLM backend, like the papers' runs, has no cut).
-    model, tok = _random_chat_model("llama", "llama")
-    sampler = HFSampler(model, tok)
-    assert len(_first_tokens(sampler, tok, None)) > 50
-    assert len(_first_tokens(sampler, tok, 5)) <= 5
+    sampler = HFSampler(*_random_chat_model("llama", "llama"))
+    assert len(_first_tokens(sampler, None)) > 50
+    assert len(_first_tokens(sampler, 5)) <= 5
     with pytest.raises(ConfigError, match="sampling.top_k=0 must be null"):
         SamplingConfig(top_k=0)
