@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rlexp.store import Store
+from rlexp.store import Store, record_id
 from tests.conftest import NO_VLLM, REPO, env_with, vllm_python
 
 pytestmark = pytest.mark.slow
@@ -63,18 +63,23 @@ def test_vllm_pool_is_seeded_per_prompt_and_resumes(world: Path, rms: dict[str, 
     # The same seed draws the same pool.
     _sample(world, "seed=3", "force=true")
     assert _pool(world, 3)[1] == first
-    # Killed after its first chunk, the run resumes to the identical pool.
+    # Killed after its first chunk, the run resumes to the identical pool. Its chunk is watched in
+    # its own folder (seed 3's id with seed 4): other xdist workers write pools into this store too.
+    seed3 = store.get(rid, "sample")
+    resumed_id = record_id("sample", {**seed3.config, "seed": 4}, seed3.inputs)
+    chunk = store.root / "artifacts" / "sample" / resumed_id / "chunks" / "chunk-00000.parquet"
     log = tmp_path / "killed.log"
     proc = _sample(world, "seed=4", log=log)
     deadline = time.monotonic() + 600
-    chunks = store.root / "artifacts" / "sample"
-    while time.monotonic() < deadline and proc.poll() is None and not list(chunks.glob("*/chunks/chunk-00000.parquet")):
+    while time.monotonic() < deadline and proc.poll() is None and not chunk.exists():
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert list(chunks.glob("*/chunks/chunk-00000.parquet")), f"the run never wrote a chunk: {log.read_text()[-1500:]}"
+    assert chunk.exists(), f"the run never wrote a chunk: {log.read_text()[-1500:]}"
+    assert not store.exists("sample", resumed_id)
     _sample(world, "seed=4")
-    resumed_id, resumed = _pool(world, 4)
+    assert _pool(world, 4)[0] == resumed_id
+    resumed = _pool(world, 4)[1]
     assert store.get(resumed_id, "sample").info["resumed_chunks"] >= 1
     _sample(world, "seed=4", "force=true")  # uninterrupted
     assert _pool(world, 4)[1] == resumed
