@@ -21,7 +21,7 @@ import platform
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -58,7 +58,7 @@ HASH_NEUTRAL: dict[tuple[str, str], Any] = {
     ("prompts", "tasks"): {},  # suite prompt sets; every older prompt set has none
     ("sampling", "vllm_engine"): {},  # the vllm backend's engine settings; the hf backend has none
     # Pools drawn before top_k was a setting came from the hf backend, which applied transformers'
-    # default top_k=50 (a vLLM pool then had no cut and now hashes top_k: null).
+    # default top_k=50; a vLLM pool then had no cut, so only hf's 50 is neutral (HASH_NEUTRAL_ONLY_IF).
     ("sampling", "top_k"): 50,
     ("sampling", "policy_profile"): "posts",  # every older pool showed the policy the posts
     # LaMP-QA prompt sets; every older prompt set is in rlexp's format. A None default drops the key
@@ -75,6 +75,12 @@ HASH_NEUTRAL: dict[tuple[str, str], Any] = {
     ("judge", "concurrency"): None,
     ("judge", "max_retries"): None,
     ("judge", "request_timeout"): None,
+}
+
+# HASH_NEUTRAL entries whose neutral value held only where their siblings pass this test: a vLLM
+# pool stored before top_k was a setting had no cut, so its top_k: 50 must give it a new id.
+HASH_NEUTRAL_ONLY_IF: dict[tuple[str, str], Callable[[Mapping[str, Any]], bool]] = {
+    ("sampling", "top_k"): lambda sampling: sampling.get("backend", "hf") == "hf",
 }
 
 # Keys hashed only as "set" (True) or dropped when None: what the value points to is not part of a
@@ -103,7 +109,8 @@ def _drop_neutral(obj: Any, parent: str | None = None) -> Any:
             if v is None and (str(parent), str(k)) in HASH_UNLESS_NULL:
                 continue
             neutral = HASH_NEUTRAL.get((str(parent), str(k)), _KEEP)
-            if neutral is not _KEEP and (neutral is None or v == neutral):
+            applies = HASH_NEUTRAL_ONLY_IF.get((str(parent), str(k)), lambda _siblings: True)(obj)
+            if neutral is not _KEEP and applies and (neutral is None or v == neutral):
                 continue
             out[k] = _drop_neutral(v, str(k))
         return out

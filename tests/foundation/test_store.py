@@ -126,3 +126,18 @@ def test_unset_comparison_benchmarks_leave_an_evaluation_id_unchanged() -> None:
     assert record_id("evaluate", with_arena) != record_id("evaluate", old)
     assert record_id("evaluate", {**old, "benchmark": {**new["benchmark"], "arena": {**arena, "k": 3}}}) != record_id(
         "evaluate", with_arena)
+
+
+def test_top_k_50_is_neutral_only_for_hf_pools() -> None:
+    # Pools stored before sampling.top_k existed: hf ones were drawn with transformers' default cut of
+    # 50 and keep their ids at top_k=50; vLLM ones had no cut, so top_k=50 is a new pool for them.
+    from rlexp.config.nodes import SamplingBackend
+
+    old = {"seed": 0, "sampling": {"n": 4, "top_p": 0.9}}
+    for backend, neutral in ((None, True), ("hf", True), (SamplingBackend.hf, True), ("vllm", False),
+                             (SamplingBackend.vllm, False)):
+        before = {**old, "sampling": {**old["sampling"], **({} if backend is None else {"backend": backend})}}
+        at_50 = {**before, "sampling": {**before["sampling"], "top_k": 50}}
+        assert (record_id("sample", at_50) == record_id("sample", before)) is neutral, backend
+        assert record_id("sample", {**before, "sampling": {**before["sampling"], "top_k": None}}) != record_id(
+            "sample", before)
