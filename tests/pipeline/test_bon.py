@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -128,24 +129,18 @@ def test_nan_score_is_named(world: Path) -> None:
 
 
 @pytest.mark.slow
-def test_killed_sample_resumes_to_identical_pool(world: Path, rms: dict[str, str]) -> None:
+def test_killed_sample_resumes_to_identical_pool(world: Path, rms: dict[str, str], tmp_path: Path) -> None:
     args = ["sample", "logger=none", "model=tiny_llama", "prompts=personalized", "prompts.limit=40",
             "sampling.chunk_prompts=8", "sampling.n=4", "seed=11"]
-    env = env_with(RLEXP_ROOT=str(world))
-    import shutil
-
-    pools = world / "runs" / "artifacts" / "sample"
-    # A kept test world (RLEXP_TEST_WORLD) holds this test's pool from an earlier run: drop it.
-    for old in Store(world / "runs").records("sample"):
-        if old.config["seed"] == 11:
-            shutil.rmtree(pools / old.id, ignore_errors=True)
-            (world / "runs" / "records" / "sample" / f"{old.id}.json").unlink()
-    before = set(pools.glob("*/chunks/chunk-00002.parquet"))
+    # A store of its own: in the shared one another worker's pool could write a third chunk meanwhile.
+    own = private_store(world, tmp_path / "own", ("data", "lineage"))
+    env = env_with(RLEXP_ROOT=str(own))
+    pools = own / "runs" / "artifacts" / "sample"
     proc = subprocess.Popen(rlexp_cmd(*args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
     chunks: list[Path] = []
     while time.time() < deadline and proc.poll() is None:
-        chunks = [c for c in pools.glob("*/chunks/chunk-00002.parquet") if c not in before]
+        chunks = list(pools.glob("*/chunks/chunk-00002.parquet"))
         if chunks:
             break
         time.sleep(0.1)
@@ -153,15 +148,16 @@ def test_killed_sample_resumes_to_identical_pool(world: Path, rms: dict[str, str
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     rid = chunks[0].parents[1].name
-    assert not Store(world / "runs").exists("sample", rid)
+    store = Store(own / "runs")
+    assert not store.exists("sample", rid)
     assert subprocess.run(rlexp_cmd(*args), env=env, capture_output=True, timeout=600).returncode == 0
-    resumed = pq.read_table(Store(world / "runs").resolve(Store(world / "runs").get(rid, "sample").artifacts["pool"]))
-    assert Store(world / "runs").get(rid, "sample").info["resumed_chunks"] >= 3
+    resumed = pq.read_table(store.resolve(store.get(rid, "sample").artifacts["pool"]))
+    assert store.get(rid, "sample").info["resumed_chunks"] >= 3
     # An uninterrupted run of the same config gives the same pool.
-    shutil.rmtree(world / "runs" / "artifacts" / "sample" / rid)
-    (world / "runs" / "records" / "sample" / f"{rid}.json").unlink()
+    shutil.rmtree(pools / rid)
+    store.record_path("sample", rid).unlink()
     out = subprocess.run(rlexp_cmd(*args), env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
-    other = pq.read_table(Store(world / "runs").resolve(Store(world / "runs").get(rid, "sample").artifacts["pool"]))
-    assert Store(world / "runs").get(rid, "sample").info["resumed_chunks"] == 0
+    other = pq.read_table(store.resolve(store.get(rid, "sample").artifacts["pool"]))
+    assert store.get(rid, "sample").info["resumed_chunks"] == 0
     assert resumed.equals(other)
