@@ -127,31 +127,33 @@ def test_generative_judge_without_chat_template(world: Path, rms: dict[str, str]
 
 def test_comparison_benchmarks_score_held_out_votes_with_the_users_context(world: Path, rms: dict[str, str]) -> None:
     """Chatbot Arena-/PRISM-Personalized analogues: the test votes of held-out users, each user's history
-    (or PRISM survey) before the conversation; per-vote scores on disk recompute the accuracy."""
+    (or PRISM survey) before the conversation; per-vote scores on disk recompute the accuracy. The first
+    150 votes of each (`comparison_small`, the quick study's), as the benchmarks' `limit` takes them."""
     from rlexp import inputs
     from rlexp.benchmarks.user_pairs import user_pair_cases
     from rlexp.data.loaders import load_prism_survey, load_user_pairs
 
-    rec = _evaluate(rms["llama_personal"], "benchmark=comparison", "profile=planner")
+    rec = _evaluate(rms["llama_personal"], "benchmark=comparison_small", "profile=planner")
     store = Store(world / "runs")
     cfg = compose("evaluate", "rm=x")
     for name in ("arena", "prism"):
         m = rec.metrics[name]
         path, data_id = inputs.data_ref(f"sandbox:{name}", cfg)
-        cases = user_pair_cases(load_user_pairs(path), "test")
-        assert rec.inputs[name] == data_id and m["n"] == len(cases) > 100
+        cases = user_pair_cases(load_user_pairs(path), "test")[:150]
+        assert rec.inputs[name] == data_id and m["n"] == len(cases) == 150
         assert m["user_context"] == "history" and m["with_context"] == sum(bool(c.history) for c in cases) < m["n"]
         table = pq.read_table(store.resolve(rec.artifacts[f"{name}_scores"])).to_pandas()
         assert len(table) == m["n"] and table["correct"].mean() == m["accuracy"]
         assert (table["correct"] == (table["chosen_score"] > table["rejected_score"])).all()
         print(name, "history accuracy", m["accuracy"], "users", m["n_users"])
     # PRISM with the survey instead: another record, the survey an input of it.
-    persona = _evaluate(rms["llama_personal"], "benchmark=prism", "benchmark.prism.user_context=persona")
+    persona = _evaluate(rms["llama_personal"], "benchmark=prism", "benchmark.prism.user_context=persona",
+                        "benchmark.prism.limit=150")
     survey_path, survey_id = inputs.data_ref("sandbox:prism_survey", cfg)
     surveys = load_prism_survey(survey_path)
     m = persona.metrics["prism"]
     assert persona.id != rec.id and persona.inputs["prism_survey"] == survey_id and "arena" not in persona.metrics
-    described = [c for c in user_pair_cases(load_user_pairs(inputs.data_ref("sandbox:prism", cfg)[0]), "test", surveys)
+    described = [c for c in user_pair_cases(load_user_pairs(inputs.data_ref("sandbox:prism", cfg)[0]), "test", surveys)[:150]
                  if c.survey is not None and (c.survey.self_description or c.survey.stated_prefs)]
     assert m["user_context"] == "persona" and m["with_context"] == len(described) > 0
     print("prism persona accuracy", m["accuracy"])
