@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rlexp.store import Store
-from tests.conftest import env_with, rlexp_cmd
+from tests.conftest import env_with, private_store, rlexp_cmd
 
 pytestmark = pytest.mark.slow
 
@@ -20,13 +19,16 @@ pytestmark = pytest.mark.slow
 def test_killed_during_epoch_two_resumes_from_checkpoint(world: Path, rms: dict[str, str], tmp_path: Path) -> None:
     args = ["train_rm", "logger=none", "model=tiny_qwen", "data=general", "trainer.num_train_epochs=2",
             "trainer.save_steps=20", "data.max_rows=600", "seed=3"]
-    env = env_with(RLEXP_ROOT=str(world))
+    # Stores of its own (the world's data and lineages hard-linked): a kept test world
+    # (RLEXP_TEST_WORLD) holds this run's record from an earlier session.
+    killed, other = (private_store(world, tmp_path / name, ("data", "lineage")) for name in ("killed", "uninterrupted"))
+    env = env_with(RLEXP_ROOT=str(killed))
     proc = subprocess.Popen(rlexp_cmd(*args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     # 540 training pairs / batch 16 = 34 steps per epoch: checkpoint-40 is in epoch 2.
     deadline = time.time() + 600
     found = None
     while time.time() < deadline and proc.poll() is None:
-        hits = list((world / "runs" / "artifacts" / "train_rm").glob("*/checkpoints/checkpoint-40/trainer_state.json"))
+        hits = list((killed / "runs" / "artifacts" / "train_rm").glob("*/checkpoints/checkpoint-40/trainer_state.json"))
         if hits:
             found = hits[0]
             break
@@ -36,20 +38,16 @@ def test_killed_during_epoch_two_resumes_from_checkpoint(world: Path, rms: dict[
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     rid = found.parents[2].name
-    assert not Store(world / "runs").exists("train_rm", rid)
+    assert not Store(killed / "runs").exists("train_rm", rid)
     out = subprocess.run(rlexp_cmd(*args), env=env, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-2000:]
-    rec = Store(world / "runs").get(rid, "train_rm")
+    rec = Store(killed / "runs").get(rid, "train_rm")
     assert rec.info["resumed_from"] and rec.info["resumed_from"].endswith(("checkpoint-40", "checkpoint-60"))
     assert rec.metrics["train/steps"] == 68 and rec.metrics["heldout/n"] == 60
 
     # The same run uninterrupted, in another store: the same record id (ids do not depend on the
     # root), the same model (each epoch's data order is seeded, so the resumed epoch replays its own
     # batches), and the resumed record's train/loss covers the whole run, not only the resumed steps.
-    other = tmp_path / "uninterrupted"
-    for task in ("data", "lineage"):
-        for sub in ("records", "artifacts"):
-            shutil.copytree(world / "runs" / sub / task, other / "runs" / sub / task)
     ref = subprocess.run(rlexp_cmd(*args), env=env_with(RLEXP_ROOT=str(other)), capture_output=True, text=True, timeout=900)
     assert ref.returncode == 0, ref.stderr[-2000:]
     whole = Store(other / "runs").get(rid, "train_rm")
