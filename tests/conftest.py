@@ -8,7 +8,7 @@ import shutil
 import sys
 import time
 from collections.abc import Generator
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 
 import pytest
@@ -66,8 +66,10 @@ def rlexp_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "rlexp.cli", *args]
 
 
+@cache
 def vllm_python() -> str | None:
-    """The Python of the vLLM environment (`make vllm-env`, or $RLEXP_VLLM_PYTHON) if vllm and rlexp import there."""
+    """The Python of the vLLM environment (`make vllm-env`, or $RLEXP_VLLM_PYTHON) if vllm and rlexp import there
+    (probed once per process: the probe imports vllm, ~4.5 s, and two test modules ask at collection)."""
     import subprocess
 
     candidate = os.environ.get("RLEXP_VLLM_PYTHON") or str(REPO / ".venv-vllm" / "bin" / "python")
