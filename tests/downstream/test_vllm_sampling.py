@@ -78,8 +78,8 @@ def test_vllm_pool_is_seeded_per_prompt_and_resumes(world: Path, rms: dict[str, 
     assert chunk.exists(), f"the run never wrote a chunk: {log.read_text()[-1500:]}"
     assert not store.exists("sample", resumed_id)
     _sample(world, "seed=4")
-    assert _pool(world, 4)[0] == resumed_id
-    resumed = _pool(world, 4)[1]
+    found, resumed = _pool(world, 4)
+    assert found == resumed_id
     assert store.get(resumed_id, "sample").info["resumed_chunks"] >= 1
     _sample(world, "seed=4", "force=true")  # uninterrupted
     assert _pool(world, 4)[1] == resumed
