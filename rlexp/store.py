@@ -102,15 +102,16 @@ def _drop_neutral(obj: Any, parent: str | None = None) -> Any:
     if isinstance(obj, Mapping):
         out = {}
         for k, v in obj.items():
-            if (str(parent), str(k)) in HASH_PRESENCE:
+            key = (str(parent), str(k))
+            if key in HASH_PRESENCE:
                 if v is not None:
                     out[k] = True
                 continue
-            if v is None and (str(parent), str(k)) in HASH_UNLESS_NULL:
+            if v is None and key in HASH_UNLESS_NULL:
                 continue
-            neutral = HASH_NEUTRAL.get((str(parent), str(k)), _KEEP)
-            applies = HASH_NEUTRAL_ONLY_IF.get((str(parent), str(k)), lambda _siblings: True)(obj)
-            if neutral is not _KEEP and applies and (neutral is None or v == neutral):
+            neutral = HASH_NEUTRAL.get(key, _KEEP)
+            if neutral is not _KEEP and (neutral is None or v == neutral) and (
+                    key not in HASH_NEUTRAL_ONLY_IF or HASH_NEUTRAL_ONLY_IF[key](obj)):
                 continue
             out[k] = _drop_neutral(v, str(k))
         return out
