@@ -151,13 +151,14 @@ def test_killed_sample_resumes_to_identical_pool(world: Path, rms: dict[str, str
     store = Store(own / "runs")
     assert not store.exists("sample", rid)
     assert subprocess.run(rlexp_cmd(*args), env=env, capture_output=True, timeout=600).returncode == 0
-    resumed = pq.read_table(store.resolve(store.get(rid, "sample").artifacts["pool"]))
-    assert store.get(rid, "sample").info["resumed_chunks"] >= 3
+    first = store.get(rid, "sample")
+    assert first.info["resumed_chunks"] >= 3
+    resumed = pq.read_table(store.resolve(first.artifacts["pool"]))
     # An uninterrupted run of the same config gives the same pool.
     shutil.rmtree(pools / rid)
     store.record_path("sample", rid).unlink()
     out = subprocess.run(rlexp_cmd(*args), env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
-    other = pq.read_table(store.resolve(store.get(rid, "sample").artifacts["pool"]))
-    assert store.get(rid, "sample").info["resumed_chunks"] == 0
-    assert resumed.equals(other)
+    again = store.get(rid, "sample")
+    assert again.info["resumed_chunks"] == 0
+    assert resumed.equals(pq.read_table(store.resolve(again.artifacts["pool"])))

@@ -133,14 +133,15 @@ def test_comparison_benchmarks_score_held_out_votes_with_the_users_context(world
     from rlexp.benchmarks.user_pairs import user_pair_cases
     from rlexp.data.loaders import load_prism_survey, load_user_pairs
 
+    votes = 150  # comparison_small's limit per set
     rec = _evaluate(rms["llama_personal"], "benchmark=comparison_small", "profile=planner")
     store = Store(world / "runs")
     cfg = compose("evaluate", "rm=x")
     for name in ("arena", "prism"):
         m = rec.metrics[name]
         path, data_id = inputs.data_ref(f"sandbox:{name}", cfg)
-        cases = user_pair_cases(load_user_pairs(path), "test")[:150]
-        assert rec.inputs[name] == data_id and m["n"] == len(cases) == 150
+        cases = user_pair_cases(load_user_pairs(path), "test")[:votes]
+        assert rec.inputs[name] == data_id and m["n"] == len(cases) == votes
         assert m["user_context"] == "history" and m["with_context"] == sum(bool(c.history) for c in cases) < m["n"]
         table = pq.read_table(store.resolve(rec.artifacts[f"{name}_scores"])).to_pandas()
         assert len(table) == m["n"] and table["correct"].mean() == m["accuracy"]
@@ -148,12 +149,12 @@ def test_comparison_benchmarks_score_held_out_votes_with_the_users_context(world
         print(name, "history accuracy", m["accuracy"], "users", m["n_users"])
     # PRISM with the survey instead: another record, the survey an input of it.
     persona = _evaluate(rms["llama_personal"], "benchmark=prism", "benchmark.prism.user_context=persona",
-                        "benchmark.prism.limit=150")
+                        f"benchmark.prism.limit={votes}")
     survey_path, survey_id = inputs.data_ref("sandbox:prism_survey", cfg)
     surveys = load_prism_survey(survey_path)
     m = persona.metrics["prism"]
     assert persona.id != rec.id and persona.inputs["prism_survey"] == survey_id and "arena" not in persona.metrics
-    described = [c for c in user_pair_cases(load_user_pairs(inputs.data_ref("sandbox:prism", cfg)[0]), "test", surveys)[:150]
+    described = [c for c in user_pair_cases(load_user_pairs(inputs.data_ref("sandbox:prism", cfg)[0]), "test", surveys)[:votes]
                  if c.survey is not None and (c.survey.self_description or c.survey.stated_prefs)]
     assert m["user_context"] == "persona" and m["with_context"] == len(described) > 0
     print("prism persona accuracy", m["accuracy"])

@@ -38,10 +38,11 @@ def test_killed_during_epoch_two_resumes_from_checkpoint(world: Path, rms: dict[
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     rid = found.parents[2].name
-    assert not Store(killed / "runs").exists("train_rm", rid)
+    store = Store(killed / "runs")
+    assert not store.exists("train_rm", rid)
     out = subprocess.run(rlexp_cmd(*args), env=env, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-2000:]
-    rec = Store(killed / "runs").get(rid, "train_rm")
+    rec = store.get(rid, "train_rm")
     assert rec.info["resumed_from"] and rec.info["resumed_from"].endswith(("checkpoint-40", "checkpoint-60"))
     assert rec.metrics["train/steps"] == 68 and rec.metrics["heldout/n"] == 60
 
