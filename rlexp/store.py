@@ -92,7 +92,9 @@ HASH_PRESENCE: frozenset[tuple[str, str]] = frozenset({("judge", "endpoint")})
 # Keys added after records existed whose null value is the old behaviour and whose every set value
 # matters: dropped when null, hashed in full otherwise (the Chatbot Arena-/PRISM-Personalized
 # benchmarks; an evaluation without them keeps its id).
-HASH_UNLESS_NULL: frozenset[tuple[str, str]] = frozenset({("benchmark", "arena"), ("benchmark", "prism")})
+# A key at the config's top level is named with the node "".
+HASH_UNLESS_NULL: frozenset[tuple[str, str]] = frozenset({("benchmark", "arena"), ("benchmark", "prism"),
+                                                          ("", "baseline_samples")})
 
 
 def _drop_neutral(obj: Any, parent: str | None = None) -> Any:
@@ -147,7 +149,7 @@ def _rename(config: dict[str, Any], renamed: Mapping[tuple[str, str], str]) -> d
 def result_config(config: Mapping[str, Any], task: str | None = None) -> dict[str, Any]:
     """The part of a resolved task config that determines its result, as it is hashed."""
     kept = {k: v for k, v in config.items() if k not in NO_EFFECT_KEYS}
-    return _drop_neutral(_rename(kept, HASH_RENAMED.get(str(task), {})))
+    return _drop_neutral(_rename(kept, HASH_RENAMED.get(str(task), {})), "")
 
 
 def record_id(task: str, config: Mapping[str, Any], inputs: Mapping[str, str] | None = None) -> str:

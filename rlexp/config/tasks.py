@@ -155,6 +155,9 @@ class PPOTaskConfig(SampleConfig):
     algorithm: Algorithm = Algorithm.ppo
     value_init: ValueInit = ValueInit.auto
     reward_scale: float = 1.0
+    # Samples per prompt in the initial policy's pool, the baseline of every gain (null: sampling.n).
+    # Set to BoN's n, the baseline is BoN's pool: its sampling noise falls at no cost.
+    baseline_samples: int | None = None
     trainer: PPOSettings = field(default_factory=PPOSettings)
     peft: PeftConfig = field(default_factory=PeftConfig)
     deepspeed: DeepSpeedConfig = field(default_factory=DeepSpeedConfig)

@@ -250,6 +250,14 @@ def pool(cfg: DictConfig) -> tuple[Record, list[PromptItem]]:
     return sample(scfg), prompts
 
 
+def first_pool_config(cfg: DictConfig) -> DictConfig:
+    """The config of the pool a BoN/PPO run reads before anything else: BoN's pool, or PPO's baseline
+    (the initial policy's pool). A PPO config's ``baseline_samples`` sets that baseline's samples per
+    prompt; unset, it has ``sampling.n`` like the trained policy's pool."""
+    n = cfg.get("baseline_samples")
+    return cfg if n is None else OmegaConf.merge(cfg, {"sampling": {"n": int(n)}})
+
+
 def rm_scores_key(rm_id: str, cfg: DictConfig) -> dict[str, Any]:
     """What identifies an RM's scores of a pool; BoN and PPO use the same key, so they share the cache."""
     return {"rm": rm_id, "scorer": OmegaConf.to_container(cfg.scorer, resolve=True),

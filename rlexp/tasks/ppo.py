@@ -56,6 +56,8 @@ def _validate(cfg: DictConfig) -> None:
         )
     if t.total_episodes < batch:
         raise ConfigError(f"trainer.total_episodes={t.total_episodes} is smaller than one batch ({batch})")
+    if cfg.baseline_samples is not None and cfg.baseline_samples < 1:
+        raise ConfigError(f"baseline_samples={cfg.baseline_samples} must be >= 1 (or null: sampling.n)")
 
 
 def _check_train_size(cfg: DictConfig, n_prompts: int) -> None:
@@ -121,10 +123,9 @@ def _grpo_settings(cfg: DictConfig, report_to: str, bf16: bool, use_cpu: bool) -
     }
 
 
-def _eval_pool(cfg: DictConfig, policy: str | None) -> tuple[Record, list[Any]]:
-    """A pool of the eval prompts, sampled like BoN's (policy=None: the initial policy's, shared)."""
-    sub = OmegaConf.merge(cfg, {"policy": policy, "logger": {"kind": "none"}}) if policy else cfg
-    return inputs.pool(sub)
+def _eval_pool(cfg: DictConfig, policy: str) -> tuple[Record, list[Any]]:
+    """The trained policy's pool of the eval prompts, sampled like BoN's."""
+    return inputs.pool(OmegaConf.merge(cfg, {"policy": policy, "logger": {"kind": "none"}}))
 
 
 def _value_model(ctx: RunContext, cfg: DictConfig, policy_path: str, same_lineage: bool, tokenizer: Any) -> Any:
@@ -261,6 +262,7 @@ def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str
     ctx.add_artifact("per_prompt", per_prompt)
     ctx.info.update({"policy_lineage": policy_lineage, "rm": {"id": rm_id, "lineage": rm_lineage},
                      "lineage_match": same_lineage, "eval_pool": after.id, "baseline_pool": before.id,
+                     "baseline_samples": int(inputs.first_pool_config(cfg).sampling.n),
                      "judge": judged["judge"], "algorithm": cfg.algorithm})
     return {
         "gold_before": float(judged["gold_before"].mean()),
@@ -286,7 +288,9 @@ def run(cfg: DictConfig) -> Record:
     reward, rm_id, rm_lineage = inputs.reward(cfg)
     train_prompts, train_id = inputs.prompt_set(cfg, split=cfg.prompts.train_split)
     _check_train_size(cfg, len(train_prompts))
-    before, _ = _eval_pool(cfg, None)
+    # The initial policy's pool, shared by every PPO run of the same policy and prompt set; with
+    # baseline_samples equal to BoN's n it is BoN's pool, already sampled and scored by every RM.
+    before, _ = inputs.pool(inputs.first_pool_config(cfg))
     ids = {"policy": policy_id, "rm": rm_id, "train_prompts": train_id, "baseline_pool": before.id}
     return execute(
         "ppo", cfg,

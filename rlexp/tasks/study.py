@@ -70,8 +70,8 @@ def run_step(step: Step, threads: int) -> Result:
         cfg = step.config()
         if step.task == "lineage":
             return inputs.lineage(cfg).record_id, None
-        if step.task == "pool":  # the pool a bon/ppo config reads
-            return inputs.pool(cfg)[0].id, None
+        if step.task == "pool":  # the pool a bon/ppo config reads first (PPO: its baseline)
+            return inputs.pool(inputs.first_pool_config(cfg))[0].id, None
         # Tasks are imported by name: the study runs whichever task a step names.
         module = importlib.import_module(f"rlexp.tasks.{step.task}")
         record = module.run(cfg)
@@ -263,7 +263,7 @@ def _pool_jobs(plan: StudyPlan) -> tuple[list[Job], dict[tuple[str, str, int | N
             for seed in seeds:
                 reader = plan.step(task, "", [inputs.UNUSED_RM, f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"],
                                    seed=seed)
-                sample = OmegaConf.to_yaml(inputs.sample_config(reader.config()))
+                sample = OmegaConf.to_yaml(inputs.sample_config(inputs.first_pool_config(reader.config())))
                 if sample not in seen:
                     name = "pool" if task == "bon" else "ppo_baseline"
                     key = f"sample/{g.policy}/{ps}/{name}" + ("" if seed is None else f"/s{seed}")

@@ -75,7 +75,8 @@ def test_every_step_of_the_default_study_builds_from_its_needs(root: Path) -> No
     plan = StudyPlan(compose_task("study", ["experiment=sandbox_study", "logger=none"]))
     jobs = study_jobs(plan)
     kinds = [j.key.split("/", 1)[0] for j in jobs]
-    assert kinds.count("lineage") == 2 and kinds.count("train_rm") == 12 and kinds.count("sample") == 4
+    # Two pools: PPO's baseline is BoN's pool (baseline_samples = BoN's n), so it is sampled once.
+    assert kinds.count("lineage") == 2 and kinds.count("train_rm") == 12 and kinds.count("sample") == 2
     assert kinds.count("ppo") == 14 and kinds.count("evaluate") == 36 and kinds.count("bon") == 24
     steps = {}
     out = run_jobs(jobs, lambda step: (f"{len(steps):016x}", None), 1, decided=lambda step: steps.setdefault(step.key, step) and None)

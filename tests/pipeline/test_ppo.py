@@ -66,6 +66,7 @@ def test_bad_inputs(world: Path, rms: dict[str, str], tmp_path: Path, monkeypatc
         (("rm=judge:oracle",), "judge='oracle'"),
         # TRL's drop_last prompt loader would be empty and its endless loop would spin forever.
         ((rm, "prompts.limit=8", "trainer.gradient_accumulation_steps=2"), "fewer than one PPO batch (16"),
+        ((rm, "baseline_samples=0"), "baseline_samples=0"),
     ]:
         with pytest.raises(ConfigError) as err:
             ppo.run(compose("ppo", *args))
@@ -89,11 +90,30 @@ def test_ppo_record_and_trained_policy(world: Path, rms: dict[str, str]) -> None
     (that takes `trainer=ppo_sandbox_long`, about 20 minutes; docs/tasks.md); what is checked here
     is the record and that the trained policy is a usable `rlexp sample` policy.
     """
+    import pyarrow.parquet as pq
+
     from rlexp.tasks import ppo, sample
 
-    common = ["model=tiny_llama", "prompts=personalized", "prompts.limit=32", "sampling.n=4", "trainer.total_episodes=64"]
+    # The baseline pool holds 8 samples per prompt, the trained policy's pools 4.
+    common = ["model=tiny_llama", "prompts=personalized", "prompts.limit=32", "sampling.n=4", "trainer.total_episodes=64",
+              "baseline_samples=8"]
     upper = ppo.run(compose("ppo", "rm=judge:rubric", *common))
     learned = ppo.run(compose("ppo", f"rm={rms['llama_personal']}", "profile=planner", *common))
+    store = Store(world / "runs")
+    assert store.get(upper.info["baseline_pool"], "sample").metrics["samples"] == 32 * 8
+    assert store.get(upper.info["eval_pool"], "sample").metrics["samples"] == 32 * 4
+    assert upper.info["baseline_samples"] == 8
+    # Each prompt's gain is the trained policy's mean gold over its 4 samples minus the initial policy's
+    # over 8, recomputed here from the stored gold scores of both pools.
+    def gold(pool: str) -> Any:
+        (scores,) = [r for r in store.records("pool_scores") if r.inputs["pool"] == pool and r.config["role"] == "gold"]
+        return pq.read_table(store.resolve(scores.artifacts["scores"])).to_pandas().groupby("prompt_id")["score"]
+
+    before, after = gold(upper.info["baseline_pool"]), gold(upper.info["eval_pool"])
+    assert set(before.size()) == {8} and set(after.size()) == {4}
+    per_prompt = pq.read_table(store.resolve(upper.artifacts["per_prompt"])).to_pandas().set_index("prompt_id")
+    expected = (after.mean() - before.mean()).loc[per_prompt.index]
+    assert np.allclose(per_prompt["gain"], expected, atol=1e-12)
     for rec in (upper, learned):
         m = rec.metrics
         print(rec.config["rm"], "gold", m["gold_before"], "->", m["gold_after"], "gain", m["gain"], m["gain_ci"])
