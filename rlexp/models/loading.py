@@ -6,6 +6,9 @@ A model reference is a local folder or a hub id. Hub ids only work where the hub
 
 from __future__ import annotations
 
+import logging
+import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +20,20 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "adapter_mo
 def quiet_libraries() -> None:
     """Library progress bars and warnings would drown rlexp's own progress and errors."""
     import datasets
+    import torch
     import transformers
 
     datasets.disable_progress_bars()
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
+    # transformers 5 renamed gradient checkpointing to activation checkpointing; TRL 1.12 (pinned) still
+    # reads the old names, so every run would warn about code the user cannot change.
+    warnings.filterwarnings("ignore", message=r"`(is_)?gradient_checkpointing\w*` is deprecated", category=FutureWarning)
+    # accelerate logs at INFO, e.g. a note per PPO evaluation batch that TRL's dataset has no length.
+    logging.getLogger("accelerate").setLevel(logging.WARNING)
+    if not torch.cuda.is_available():
+        # Named, DeepSpeed takes the CPU without warning in every process that it found no GPU.
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
 
 def drop_log_printer(trainer: Any) -> Any:
