@@ -98,6 +98,37 @@ def _lineage_section(context: StudyContext) -> list[str]:
     return lines
 
 
+def _proxy_section(study: StudyTable) -> list[str]:
+    """Per PPO run: the RM's score of the held-out samples before and after, against the gold gain."""
+    proxy, cis = study.context.ppo_proxy, study.context.ppo_ci
+    if not proxy:
+        return []
+    table = study.frame
+    labels = table["label"].to_dict() if "label" in table else {}
+    lines = ["### PPO: the reward model's score vs the gold", "",
+             "The mean score the RM gives the initial and the trained policy's samples of the held-out prompts "
+             "(the proxy PPO optimised), beside the gold gain and the trained policy's final KL to the initial "
+             "one. A proxy that rises while the gold does not is a reward the policy learned to please without "
+             "improving by the gold judge's measure (over-optimisation). RM scores are not calibrated across "
+             "RMs: compare a rise with the same RM's gold gain, not with another RM's rise.", ""]
+    rows = []
+    rose = above = below = 0
+    for col in sorted(proxy):
+        for rm, p in sorted(proxy[col].items(), key=lambda kv: str(labels.get(kv[0], kv[0]))):
+            gain = table.at[rm, col] if rm in table.index and col in table else None
+            ci = cis.get(col, {}).get(rm, [None, None])
+            shift = None if _nan(p["before"]) or _nan(p["after"]) else p["after"] - p["before"]
+            rose += bool(shift is not None and shift > 0)
+            above += bool(ci[0] is not None and ci[0] > 0)
+            below += bool(ci[1] is not None and ci[1] < 0)
+            rows.append([col, labels.get(rm, rm), f"{_num(p['before'])} → {_num(p['after'])}", _num(shift),
+                         f"{_num(gain)} [{_num(ci[0])}, {_num(ci[1])}]", _num(p["kl"])])
+    runs = len(rows)
+    lines += [f"The proxy rose in {rose} of {runs} runs; the gold gain's CI is above 0 in {above} and below 0 in {below}.", "",
+              markdown_table(["downstream", "RM", "proxy before → after", "proxy rise", "gold gain [CI]", "final KL"], rows), ""]
+    return lines
+
+
 def _bon_groups_section(study: StudyTable) -> list[str]:
     """Best-of-N gain@n per prompt group (general kind / personalized domain), one table per setting."""
     table, groups = study.frame, study.context.bon_groups
@@ -172,7 +203,8 @@ def reward_models_section(study: StudyTable) -> list[str]:
 
 
 def downstream_section(study: StudyTable) -> list[str]:
-    """Appendix D: judge-reward upper bounds, whether BoN gains differ, BoN gains per prompt group."""
+    """Appendix D: judge-reward upper bounds, whether downstream gains differ, same- vs other-lineage PPO,
+    each PPO run's proxy vs gold, BoN gains per prompt group."""
     uppers = study.context.upper_bounds
     lines = ["## D. Downstream detail", "", "### Upper bounds (judge rewards, excluded from correlations)", ""]
     if uppers:
@@ -184,7 +216,8 @@ def downstream_section(study: StudyTable) -> list[str]:
     else:
         lines.append("None in this study.")
     lines.append("")
-    return lines + _gain_differences_section(study.context) + _lineage_section(study.context) + _bon_groups_section(study)
+    return (lines + _gain_differences_section(study.context) + _lineage_section(study.context) + _proxy_section(study)
+            + _bon_groups_section(study))
 
 
 CAPTIONS = {

@@ -16,7 +16,7 @@ from typing import Any
 
 from rlexp.analysis.columns import is_benchmark_group
 from rlexp.analysis.records import Collection, curve_ks, factors, short_name
-from rlexp.analysis.study_table import BonGroups, Curve, Interval
+from rlexp.analysis.study_table import BonGroups, Curve, Interval, ProxyShift
 from rlexp.analysis.values import finite_float, score_or_none
 from rlexp.data.schemas import RB2_SUBSETS
 from rlexp.store import Record, Store
@@ -48,6 +48,7 @@ class Rows:
     curves: dict[str, dict[str, Curve]] = field(default_factory=lambda: defaultdict(dict))
     per_prompt: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
     ppo_ci: dict[str, dict[str, Interval]] = field(default_factory=lambda: defaultdict(dict))
+    ppo_proxy: dict[str, dict[str, ProxyShift]] = field(default_factory=lambda: defaultdict(dict))
     #: Every gain column's per-RM CI over prompts (BoN and PPO alike).
     gain_ci: dict[str, dict[str, Interval]] = field(default_factory=lambda: defaultdict(dict))
     bon_groups: dict[str, dict[str, BonGroups]] = field(default_factory=lambda: defaultdict(dict))
@@ -141,11 +142,17 @@ def _fill_bon(out: Rows, rm: str, group: str, rec: Record, k: int, store: Store)
 
 
 def _fill_ppo(out: Rows, rm: str, group: str, rec: Record, store: Store) -> None:
-    """The gain, whether the RM shares the policy's lineage, the gain's CI and its per-prompt file."""
+    """The gain, whether the RM shares the policy's lineage, the gain's CI, the RM's score before and
+    after (the proxy PPO optimised) and its per-prompt file."""
     row = out.rows[rm]
-    row[f"{group}/gain"] = finite_float(rec.metrics.get("gain"))
+    m = rec.metrics
+    row[f"{group}/gain"] = finite_float(m.get("gain"))
     match = rec.info.get("lineage_match")
     row[f"{group}/lineage_match"] = None if match is None else bool(match)
-    out.ppo_ci[f"{group}/gain"][rm] = out.gain_ci[f"{group}/gain"][rm] = _interval(rec.metrics.get("gain_ci"))
+    out.ppo_ci[f"{group}/gain"][rm] = out.gain_ci[f"{group}/gain"][rm] = _interval(m.get("gain_ci"))
+    if "proxy_before" in m:
+        out.ppo_proxy[f"{group}/gain"][rm] = {"before": finite_float(m.get("proxy_before")),
+                                              "after": finite_float(m.get("proxy_after")),
+                                              "kl": finite_float(m.get("final_kl"))}
     if rec.artifacts.get("per_prompt"):
         out.per_prompt[f"{group}/gain"][rm] = str(store.resolve(rec.artifacts["per_prompt"]))

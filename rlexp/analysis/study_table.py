@@ -50,6 +50,15 @@ class UpperBound(TypedDict):
     gold_after: float | None
 
 
+class ProxyShift(TypedDict):
+    """What a PPO run did to the reward it optimised: the RM's mean score of the initial and the
+    trained policy's held-out samples, and the policy's final KL to the initial one."""
+
+    before: float | None
+    after: float | None
+    kl: float | None
+
+
 class RecordLine(TypedDict):
     """One record of the study as the report lists it, with the settings that tell records apart."""
 
@@ -123,6 +132,7 @@ class StudyContext:
     curves: dict[str, dict[str, Curve]] = field(default_factory=dict)  # setting -> rm -> curve
     per_prompt: dict[str, dict[str, str]] = field(default_factory=dict)  # column -> rm -> per-prompt parquet
     ppo_ci: dict[str, dict[str, Interval]] = field(default_factory=dict)  # PPO column -> rm -> gain CI
+    ppo_proxy: dict[str, dict[str, ProxyShift]] = field(default_factory=dict)  # PPO column -> rm -> proxy shift
     gain_ci: dict[str, dict[str, Interval]] = field(default_factory=dict)  # gain column -> rm -> CI over prompts
     bon_groups: dict[str, dict[str, BonGroups]] = field(default_factory=dict)  # setting -> rm -> groups
     records: list[RecordLine] = field(default_factory=list)

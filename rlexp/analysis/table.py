@@ -287,6 +287,7 @@ def _context(collection: Collection, found: _Found, chosen: Mapping[tuple[str, s
         curves=dict(rows.curves),
         per_prompt=dict(rows.per_prompt),
         ppo_ci=dict(rows.ppo_ci),
+        ppo_proxy=dict(rows.ppo_proxy),
         gain_ci=dict(rows.gain_ci),
         bon_groups=dict(rows.bon_groups),
         records=[describe(r, used) for r in collection.records],

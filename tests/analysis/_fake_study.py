@@ -199,8 +199,10 @@ def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: s
                                       "model": {"lineage": POLICY}},
                               inputs={"policy": "pol", "rm": rid, "train_prompts": f"t-{prompts}",
                                       "baseline_pool": f"base-{prompts}"},
+                              # The RM's score of the held-out samples rises on every other run.
                               metrics={"gain": gain, "gain_ci": [gain - 0.03, gain + 0.03], "gold_before": 0.4,
-                                       "gold_after": 0.4 + gain},
+                                       "gold_after": 0.4 + gain, "proxy_before": 0.1 * i,
+                                       "proxy_after": 0.1 * i + (0.5 if i % 2 else -0.2), "final_kl": 1.0 + i},
                               info={"rm": {"id": rid, "lineage": lineage}, "policy_lineage": POLICY,
                                     "lineage_match": match,
                                     "judge": {"name": "rubric" if prompts == "personalized" else "verifier"}}), rid)

@@ -418,5 +418,16 @@ def test_report_compares_same_and_other_lineage_ppo_gains() -> None:
         # The PPO columns are in the differences table too (paired over the held-out prompts).
         assert record.metrics["gain_differences"][col]["rms"] == pd.to_numeric(table[col], errors="coerce").notna().sum()
     section = text.split("### PPO: an RM of the policy's lineage vs one of another lineage", 1)[1].split("\n### ", 1)[0]
+    # Each PPO run's proxy (its RM's score) before and after, beside its gold gain; counted from the records.
+    proxy = text.split("### PPO: the reward model's score vs the gold", 1)[1].split("\n### ", 1)[0]
+    runs = [r for r in collect(store, experiment=EXP).results if r.task == "ppo" and not r.config["rm"].startswith("judge:")]
+    rose = sum(r.metrics["proxy_after"] > r.metrics["proxy_before"] for r in runs)
+    above, below = sum(r.metrics["gain_ci"][0] > 0 for r in runs), sum(r.metrics["gain_ci"][1] < 0 for r in runs)
+    assert 0 < rose < len(runs)
+    assert f"The proxy rose in {rose} of {len(runs)} runs; the gold gain's CI is above 0 in {above} and below 0 in {below}." in proxy
+    for r in runs:
+        m = r.metrics
+        assert (f"| {fmt_num(m['proxy_before'])} → {fmt_num(m['proxy_after'])} | {fmt_num(m['proxy_after'] - m['proxy_before'])} | "
+                f"{fmt_num(m['gain'])} [{fmt_num(m['gain_ci'][0])}, {fmt_num(m['gain_ci'][1])}] | {fmt_num(m['final_kl'])} |") in proxy
     d = record.metrics["ppo_lineage"]["ppo/general/gain"]
     assert f"| ppo/general/gain | {fmt_num(d['same']['gain'])} [{fmt_num(d['same']['ci'][0])}, " in section
