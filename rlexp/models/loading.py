@@ -26,13 +26,14 @@ def quiet_libraries() -> None:
     datasets.disable_progress_bars()
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
-    # transformers 5 renamed gradient checkpointing to activation checkpointing; TRL 1.12 (pinned) still
-    # reads the old names, so every run would warn about code the user cannot change.
+    # transformers 5 renamed gradient checkpointing to activation checkpointing. TRL 1.12 (pinned) reads
+    # the old names, and rlexp's reward trainer config keeps TRL's old field name (it is in record ids),
+    # so every run would warn about code a user cannot change.
     warnings.filterwarnings("ignore", message=r"`(is_)?gradient_checkpointing\w*` is deprecated", category=FutureWarning)
     # accelerate logs at INFO, e.g. a note per PPO evaluation batch that TRL's dataset has no length.
     logging.getLogger("accelerate").setLevel(logging.WARNING)
     if not torch.cuda.is_available():
-        # Named, DeepSpeed takes the CPU without warning in every process that it found no GPU.
+        # Told the accelerator, DeepSpeed does not warn in every process that it found no GPU.
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
 
