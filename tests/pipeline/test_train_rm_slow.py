@@ -51,6 +51,9 @@ def test_killed_during_epoch_two_resumes_from_checkpoint(world: Path, rms: dict[
     # batches), and the resumed record's train/loss covers the whole run, not only the resumed steps.
     ref = subprocess.run(rlexp_cmd(*args), env=env_with(RLEXP_ROOT=str(other)), capture_output=True, text=True, timeout=900)
     assert ref.returncode == 0, ref.stderr[-2000:]
+    # Without notices a user cannot act on (rlexp.models.loading.quiet_libraries): transformers' renamed
+    # checkpointing option, DeepSpeed's "no GPU found" in every process.
+    assert "is deprecated" not in ref.stderr and "Setting accelerator to CPU" not in ref.stderr, ref.stderr[-2000:]
     whole = Store(other / "runs").get(rid, "train_rm")
     assert whole.info["resumed_from"] is None
     assert rec.metrics["train/loss"] == pytest.approx(whole.metrics["train/loss"], abs=1e-6)
