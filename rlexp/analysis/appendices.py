@@ -115,8 +115,7 @@ def _proxy_section(study: StudyTable) -> list[str]:
     rose = above = below = 0
     for col in sorted(proxy):
         for rm, p in sorted(proxy[col].items(), key=lambda kv: str(labels.get(kv[0], kv[0]))):
-            gain = table.at[rm, col] if rm in table.index and col in table else None
-            ci = cis.get(col, {}).get(rm, [None, None])
+            gain, ci = table.at[rm, col], cis[col][rm]  # filled with the proxy (cells._fill_ppo)
             shift = None if _nan(p["before"]) or _nan(p["after"]) else p["after"] - p["before"]
             rose += bool(shift is not None and shift > 0)
             above += bool(ci[0] is not None and ci[0] > 0)

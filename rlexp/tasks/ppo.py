@@ -262,7 +262,7 @@ def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str
     ctx.add_artifact("per_prompt", per_prompt)
     ctx.info.update({"policy_lineage": policy_lineage, "rm": {"id": rm_id, "lineage": rm_lineage},
                      "lineage_match": same_lineage, "eval_pool": after.id, "baseline_pool": before.id,
-                     "baseline_samples": int(inputs.first_pool_config(cfg).sampling.n),
+                     "baseline_samples": int(before.config["sampling"]["n"]),
                      "judge": judged["judge"], "algorithm": cfg.algorithm})
     return {
         "gold_before": float(judged["gold_before"].mean()),
