@@ -3,7 +3,9 @@
 
 Prints the suite's wall time, each xdist worker's busy time and when it finished (a worker that
 ends early idles while the other runs the last test), the longest tests with their start time, and
-the seconds per test file: where the suite's time goes, to decide what to trim.
+the seconds per test file: where the suite's time goes, to decide what to trim. Timelines that carry
+CPU seconds (``cpu``: the test's process and the subprocesses it waited for) also list the tests
+that cost the most CPU, which is what two workers on two cores share.
 """
 
 from __future__ import annotations
@@ -35,6 +37,10 @@ def main() -> None:
     print(f"\nlongest {args.top} tests (worker, start s, seconds):")
     for r in sorted(rows, key=lambda r: r["start"] - r["end"])[: args.top]:
         print(f"  {r['worker']:>4} {r['start'] - t0:6.0f} {r['end'] - r['start']:6.1f}  {r['test']}")
+    if all("cpu" in r for r in rows):
+        print(f"\nCPU seconds: {sum(r['cpu'] for r in rows):.0f} in all; the {args.top} costliest tests (CPU s, wall s):")
+        for r in sorted(rows, key=lambda r: -r["cpu"])[: args.top]:
+            print(f"  {r['cpu']:7.1f} {r['end'] - r['start']:6.1f}  {r['test']}")
     per_file: dict[str, float] = defaultdict(float)
     for r in rows:
         per_file[r["test"].split("::")[0]] += r["end"] - r["start"]

@@ -38,15 +38,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
-    """RLEXP_TEST_TIMELINE=file: one JSON line per test (worker, start, end; setup and teardown
+    """RLEXP_TEST_TIMELINE=file: one JSON line per test (worker, start, end, CPU seconds; setup and teardown
     included), to see where a worker idled or which test ran last."""
-    start = time.time()
+    start, cpu = time.time(), _cpu_seconds()
     yield
     path = os.environ.get("RLEXP_TEST_TIMELINE")
     if path:
         with open(path, "a") as out:
             out.write(json.dumps({"worker": os.environ.get("PYTEST_XDIST_WORKER", "main"), "test": item.nodeid,
-                                  "start": start, "end": time.time()}) + "\n")
+                                  "start": start, "end": time.time(), "cpu": _cpu_seconds() - cpu}) + "\n")
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of the children it has waited for (a test's subprocesses; the
+    study's loky workers count only once they exit)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 @pytest.fixture(autouse=True)

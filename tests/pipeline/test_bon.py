@@ -28,8 +28,10 @@ def _bon(rid: str, prompts: str, *extra: str, every_prompt: bool = False):
 def test_bon_gains_follow_rm_quality(world: Path, rms: dict[str, str]) -> None:
     pers_good = _bon(rms["llama_personal"], "personalized", "profile=planner").metrics
     pers_bad = _bon(rms["llama_flipped"], "personalized", "profile=planner").metrics
-    gen_good = _bon(rms["llama_general"], "general", "profile=none").metrics
-    gen_bad = _bon(rms["llama_flipped"], "general", "profile=none").metrics
+    # Every general prompt: the pool, its scores and these two records are the next test's (one general
+    # pool in the suite: a 48-prompt one cost another 768 samples and four scorings).
+    gen_good = _bon(rms["llama_general"], "general", "profile=none", every_prompt=True).metrics
+    gen_bad = _bon(rms["llama_flipped"], "general", "profile=none", every_prompt=True).metrics
     print("within-prompt gold std", pers_good["gold_within_prompt_std"], gen_good["gold_within_prompt_std"])
     print("gain@16 personal/flipped", pers_good["curve"]["16"]["gain"], pers_bad["curve"]["16"]["gain"])
     print("gain@16 general/flipped", gen_good["curve"]["16"]["gain"], gen_bad["curve"]["16"]["gain"])
@@ -40,7 +42,7 @@ def test_bon_gains_follow_rm_quality(world: Path, rms: dict[str, str]) -> None:
         assert -1.0 <= a["mean_spearman"] <= 1.0
     assert pers_good["gold_within_prompt_std"] > 0.05 and gen_good["gold_within_prompt_std"] > 0.05
     assert pers_good["curve"]["16"]["gain"] > pers_bad["curve"]["16"]["gain"]
-    # The general-vs-flipped order needs every general prompt (see the next test).
+    # The general-vs-flipped order is the next test's (slow: it is the sandbox's directional fact).
     for m in (pers_good, gen_good):
         oracle = [m["curve"][k]["oracle"] for k in sorted(m["curve"], key=int)]
         assert all(a <= b + 1e-12 for a, b in zip(oracle, oracle[1:], strict=False))
@@ -61,7 +63,7 @@ def test_general_rm_beats_flipped_on_general_prompts(world: Path, rms: dict[str,
 
 
 def test_gains_by_prompt_group_add_up(world: Path, rms: dict[str, str]) -> None:
-    rec = _bon(rms["llama_general"], "general", "profile=none", "n_boot=150")
+    rec = _bon(rms["llama_general"], "general", "profile=none", "n_boot=150", every_prompt=True)
     m = rec.metrics
     groups = m["by_group"]
     assert {"fact", "math", "constraints", "safety"} <= set(groups)
@@ -83,10 +85,10 @@ def test_gains_by_prompt_group_add_up(world: Path, rms: dict[str, str]) -> None:
 def test_pool_is_shared_and_scores_cached(world: Path, rms: dict[str, str]) -> None:
     # Compared by record ids and file times: other xdist workers add records to this store meanwhile.
     store = Store(world / "runs")
-    first = _bon(rms["qwen_general"], "general", "profile=none")  # an RM of another lineage than the policy
+    first = _bon(rms["qwen_general"], "personalized", "profile=none")  # an RM of another lineage than the policy
     written = {k: store.record_path(task, first.inputs[k]).stat().st_mtime_ns
                for k, task in (("pool", "sample"), ("rm_scores", "pool_scores"))}
-    again = _bon(rms["qwen_general"], "general", "profile=none", "ks=[1,4]")  # another k: no rescoring
+    again = _bon(rms["qwen_general"], "personalized", "profile=none", "ks=[1,4]")  # another k: no rescoring
     assert again.inputs == first.inputs
     assert {k: store.record_path(task, first.inputs[k]).stat().st_mtime_ns
             for k, task in (("pool", "sample"), ("rm_scores", "pool_scores"))} == written
@@ -109,11 +111,11 @@ def test_bad_inputs(world: Path, rms: dict[str, str], tmp_path: Path) -> None:
     from rlexp.downstream.pool_scoring import pool_matrix
     from rlexp.errors import DataError
 
-    # The small general pool (built here unless an earlier test already did: then a cache hit).
-    pool, _ = inputs.pool(compose("bon", f"rm={rms['llama_general']}", "prompts=general", *SMALL))
-    pers, _ = inputs.data_ref("sandbox:prompts/personalized", compose("sample"))
+    # The small personalized pool (built here unless an earlier test already did: then a cache hit).
+    pool, _ = inputs.pool(compose("bon", f"rm={rms['llama_personal']}", "prompts=personalized", *SMALL))
+    general, _ = inputs.data_ref("sandbox:prompts/general", compose("sample"))
     with pytest.raises(DataError, match="does not match the prompt set"):
-        pool_matrix(str(Store(world / "runs").resolve(pool.artifacts["pool"])), load_prompts(pers, limit=10))
+        pool_matrix(str(Store(world / "runs").resolve(pool.artifacts["pool"])), load_prompts(general, limit=10))
 
 
 def test_nan_score_is_named(world: Path) -> None:
