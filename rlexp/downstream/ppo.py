@@ -218,6 +218,7 @@ def train_ppo(
     except ValueError as exc:
         raise ConfigError(f"PPO: {' '.join(str(exc).split())[:300]}") from None
     drop_log_printer(trainer)
+    _drop_banner(trainer.accelerator)
     with frozen_heap():
         trainer.train()
     history = [h for h in trainer.state.log_history if "objective/kl" in h]
@@ -231,6 +232,18 @@ def train_ppo(
     if hasattr(policy_out, "merge_and_unload"):
         policy_out = policy_out.merge_and_unload()
     return policy_out, model.value_model, metrics, curves
+
+
+def _drop_banner(accelerator: Any) -> None:
+    """TRL's PPOTrainer.train prints "===training policy===" to stdout at every start, a line a study's
+    log repeats once per PPO run; drop that line and pass every other print through."""
+    shown = accelerator.print
+
+    def print_unless_banner(*args: Any, **kwargs: Any) -> None:
+        if args != ("===training policy===",):
+            shown(*args, **kwargs)
+
+    accelerator.print = print_unless_banner
 
 
 def train_grpo_like(

@@ -198,6 +198,7 @@ def test_ppo_deepspeed_zero2_on_cpu(world: Path, rms: dict[str, str], tmp_path: 
         env=env_with(RLEXP_ROOT=str(world), TORCH_EXTENSIONS_DIR=str(extensions)),
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "===training policy===" not in out.stdout  # TRL's banner, dropped (rlexp.downstream.ppo)
     recs = [r for r in Store(world / "runs").records("ppo") if r.config["deepspeed"]["name"] == "zero2"]
     assert recs and recs[-1].metrics["train"]["steps"] > 0
     assert not extensions.exists() or not any(extensions.iterdir())  # one process: no C++ op compiled
