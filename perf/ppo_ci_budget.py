@@ -1,0 +1,67 @@
+"""What a PPO gain's CI is made of, and what would narrow it (docs/sandbox.md, "What a PPO CI is made of").
+
+A PPO gain is the mean over prompts of (trained policy's mean gold − initial policy's mean gold), and
+its 95% CI resamples prompts. The per-prompt variance of that difference has two parts: sampling
+noise (each side's within-prompt gold variance over its number of samples) and how differently the
+training moved each prompt (what more samples cannot remove). This splits them for every PPO run in
+a store, from the gold scores the store already holds, and prints the CI half-width the run would
+have with more samples per prompt on the trained side, with noise-free sampling, and how many
+prompts a gain of its size would need for its CI to exclude 0. Nothing is sampled or scored.
+
+    RLEXP_ROOT=/path/to/store python perf/ppo_ci_budget.py
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pyarrow.parquet as pq
+
+Z = 1.96
+
+
+def _within(frame) -> tuple:
+    """Per prompt: mean gold, unbiased within-prompt variance, samples."""
+    by = frame.groupby("prompt_id")["score"]
+    return by.mean(), by.var(ddof=1), by.size()
+
+
+def main() -> None:
+    if len(sys.argv) != 1 or "RLEXP_ROOT" not in os.environ:
+        sys.exit(__doc__)
+    from rlexp.store import Store
+
+    store = Store(os.path.join(os.environ["RLEXP_ROOT"], "runs"))
+    gold = {rec.inputs["pool"]: _within(pq.read_table(store.resolve(rec.artifacts["scores"])).to_pandas())
+            for rec in store.records("pool_scores") if rec.config.get("role") == "gold"}
+    head = (f"{'ppo record':<18}{'prompts':>8}{'gain':>8}{'hw now':>8}{'noise share':>12}"
+            f"{'hw n=8':>8}{'hw n=16':>8}{'hw n=inf':>9}{'prompts for CI > 0':>20}")
+    print(head)
+    for rec in sorted(store.records("ppo"), key=lambda r: (r.config["prompts"]["name"], r.id)):
+        after, before = gold.get(rec.info["eval_pool"]), gold.get(rec.info["baseline_pool"])
+        if after is None or before is None:
+            continue
+        mean_a, var_a, n_a = after
+        mean_b, var_b, n_b = (s.loc[mean_a.index] for s in before)
+        gain = (mean_a - mean_b).to_numpy()
+        p = len(gain)
+        total = gain.var(ddof=1)
+        noise_b = float((var_b / n_b).mean())
+        noise_a = float((var_a / n_a).mean())
+        moved = max(total - noise_a - noise_b, 0.0)  # the training's own prompt-to-prompt spread
+
+        def half_width(n_after: float) -> float:
+            """The CI's half-width with ``n_after`` samples per prompt on the trained side."""
+            return Z * np.sqrt((moved + noise_b + float((var_a / n_after).mean())) / p)
+
+        # Prompts for a gain of this size, sampled as now, to have a CI that excludes 0.
+        need = int(np.ceil(Z ** 2 * total / gain.mean() ** 2)) if gain.mean() else 0
+        print(f"{rec.id:<18}{p:>8}{gain.mean():>+8.3f}{Z * np.sqrt(total / p):>8.3f}"
+              f"{(noise_a + noise_b) / total:>12.2f}{half_width(8):>8.3f}{half_width(16):>8.3f}"
+              f"{half_width(float('inf')):>9.3f}{need:>20}   {rec.config['prompts']['name']} rm={str(rec.config['rm'])[:16]}")
+
+
+if __name__ == "__main__":
+    main()
