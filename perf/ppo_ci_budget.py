@@ -51,16 +51,16 @@ def main() -> None:
         noise_b = float((var_b / n_b).mean())
         noise_a = float((var_a / n_a).mean())
         moved = max(total - noise_a - noise_b, 0.0)  # the training's own prompt-to-prompt spread
-
-        def half_width(n_after: float) -> float:
-            """The CI's half-width with ``n_after`` samples per prompt on the trained side."""
-            return Z * np.sqrt((moved + noise_b + float((var_a / n_after).mean())) / p)
+        # The CI's half-width with 8 and 16 samples per prompt on the trained side, and with no sampling
+        # noise on either side.
+        widths = [Z * np.sqrt((moved + noise_b + float((var_a / n).mean())) / p) for n in (8, 16)]
+        widths.append(Z * np.sqrt(moved / p))
 
         # Prompts for a gain of this size, sampled as now, to have a CI that excludes 0.
         need = int(np.ceil(Z ** 2 * total / gain.mean() ** 2)) if gain.mean() else 0
         print(f"{rec.id:<18}{p:>8}{gain.mean():>+8.3f}{Z * np.sqrt(total / p):>8.3f}"
-              f"{(noise_a + noise_b) / total:>12.2f}{half_width(8):>8.3f}{half_width(16):>8.3f}"
-              f"{half_width(float('inf')):>9.3f}{need:>20}   {rec.config['prompts']['name']} rm={str(rec.config['rm'])[:16]}")
+              f"{(noise_a + noise_b) / total:>12.2f}{widths[0]:>8.3f}{widths[1]:>8.3f}"
+              f"{widths[2]:>9.3f}{need:>20}   {rec.config['prompts']['name']} rm={str(rec.config['rm'])[:16]}")
 
 
 if __name__ == "__main__":
