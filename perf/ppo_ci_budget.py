@@ -37,7 +37,7 @@ def main() -> None:
     gold = {rec.inputs["pool"]: _within(pq.read_table(store.resolve(rec.artifacts["scores"])).to_pandas())
             for rec in store.records("pool_scores") if rec.config.get("role") == "gold"}
     head = (f"{'ppo record':<18}{'prompts':>8}{'gain':>8}{'hw now':>8}{'noise share':>12}"
-            f"{'hw n=8':>8}{'hw n=16':>8}{'hw n=inf':>9}{'prompts for CI > 0':>20}")
+            f"{'hw n=8':>8}{'hw n=16':>8}{'hw n=inf':>9}{'prompts to exclude 0':>21}")
     print(head)
     for rec in sorted(store.records("ppo"), key=lambda r: (r.config["prompts"]["name"], r.id)):
         after, before = gold.get(rec.info["eval_pool"]), gold.get(rec.info["baseline_pool"])
@@ -57,10 +57,11 @@ def main() -> None:
         widths.append(Z * np.sqrt(moved / p))
 
         # Prompts for a gain of this size, sampled as now, to have a CI that excludes 0.
-        need = int(np.ceil(Z ** 2 * total / gain.mean() ** 2)) if gain.mean() else 0
+        need = Z ** 2 * total / gain.mean() ** 2 if gain.mean() else np.inf
+        need_text = f"{int(np.ceil(need)):,}" if need < 1e6 else "> 1,000,000"
         print(f"{rec.id:<18}{p:>8}{gain.mean():>+8.3f}{Z * np.sqrt(total / p):>8.3f}"
               f"{(noise_a + noise_b) / total:>12.2f}{widths[0]:>8.3f}{widths[1]:>8.3f}"
-              f"{widths[2]:>9.3f}{need:>20}   {rec.config['prompts']['name']} rm={str(rec.config['rm'])[:16]}")
+              f"{widths[2]:>9.3f}{need_text:>21}   {rec.config['prompts']['name']} rm={str(rec.config['rm'])[:16]}")
 
 
 if __name__ == "__main__":
