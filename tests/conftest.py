@@ -171,6 +171,12 @@ def rms(world_root: Path) -> dict[str, str]:
     # One worker builds the world; another one waits here, then finds every step's record (cache hits).
     with FileLock(str(world_root / ".build.lock")):
         results = run_jobs(jobs, partial(run_step, threads=1), 2)
+    # Stop the two worker processes now rather than after loky's idle timeout (300 s): their CPU then
+    # counts in the test that built the world (RLEXP_TEST_TIMELINE), not in whichever test runs when
+    # they exit, and their memory is freed.
+    from joblib.externals.loky import get_reusable_executor
+
+    get_reusable_executor(max_workers=2).shutdown(wait=True)
     failed = {k: err for k, (_, err) in results.items() if err}
     assert not failed, f"the test world failed to build: {failed}"
     return {name: str(results[name][0]) for name in specs}
