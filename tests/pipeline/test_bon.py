@@ -29,7 +29,7 @@ def test_bon_gains_follow_rm_quality(world: Path, rms: dict[str, str]) -> None:
     pers_good = _bon(rms["llama_personal"], "personalized", "profile=planner").metrics
     pers_bad = _bon(rms["llama_flipped"], "personalized", "profile=planner").metrics
     # Every general prompt: the pool, its scores and these two records are the next test's (one general
-    # pool in the suite: a 48-prompt one cost another 768 samples and four scorings).
+    # pool in the suite: a 48-prompt one cost another 768 samples and its scorings).
     gen_good = _bon(rms["llama_general"], "general", "profile=none", every_prompt=True).metrics
     gen_bad = _bon(rms["llama_flipped"], "general", "profile=none", every_prompt=True).metrics
     print("within-prompt gold std", pers_good["gold_within_prompt_std"], gen_good["gold_within_prompt_std"])
