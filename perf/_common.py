@@ -48,3 +48,11 @@ def sandbox_rb2_and_rm() -> tuple[str, list[Any], Any, Any, Any]:
                          num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=2048,
                          num_labels=1, pad_token_id=tok.pad_token_id)
     return dataset, queries, tok, config, AutoModelForSequenceClassification.from_config(config).eval()
+
+
+def gold_scores_by_pool(store: Any) -> dict[str, Any]:
+    """Every pool's gold scores a store holds: pool record id -> its scores frame (prompt_id, score, ...)."""
+    import pyarrow.parquet as pq
+
+    return {rec.inputs["pool"]: pq.read_table(store.resolve(rec.artifacts["scores"])).to_pandas()
+            for rec in store.records("pool_scores") if rec.config.get("role") == "gold"}

@@ -15,7 +15,7 @@ import os
 import sys
 
 import numpy as np
-import pyarrow.parquet as pq
+from _common import gold_scores_by_pool
 
 
 def main() -> None:
@@ -25,11 +25,7 @@ def main() -> None:
     from rlexp.store import Store
 
     store = Store(os.path.join(os.environ["RLEXP_ROOT"], "runs"))
-    gold = {}
-    for rec in store.records("pool_scores"):
-        if rec.config.get("role") == "gold":
-            frame = pq.read_table(store.resolve(rec.artifacts["scores"])).to_pandas()
-            gold[rec.inputs["pool"]] = frame.groupby("prompt_id")["score"].mean()
+    gold = {pool: frame.groupby("prompt_id")["score"].mean() for pool, frame in gold_scores_by_pool(store).items()}
     other = gold.get(sys.argv[1])
     if other is None:
         sys.exit(f"pool {sys.argv[1]} has no gold scores in {store.root}")

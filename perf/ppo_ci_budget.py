@@ -17,7 +17,7 @@ import os
 import sys
 
 import numpy as np
-import pyarrow.parquet as pq
+from _common import gold_scores_by_pool
 
 Z = 1.96
 
@@ -34,8 +34,7 @@ def main() -> None:
     from rlexp.store import Store
 
     store = Store(os.path.join(os.environ["RLEXP_ROOT"], "runs"))
-    gold = {rec.inputs["pool"]: _within(pq.read_table(store.resolve(rec.artifacts["scores"])).to_pandas())
-            for rec in store.records("pool_scores") if rec.config.get("role") == "gold"}
+    gold = {pool: _within(frame) for pool, frame in gold_scores_by_pool(store).items()}
     head = (f"{'ppo record':<18}{'prompts':>8}{'gain':>8}{'hw now':>8}{'noise share':>12}"
             f"{'hw n=8':>8}{'hw n=16':>8}{'hw n=inf':>9}{'prompts to exclude 0':>21}")
     print(head)

@@ -98,13 +98,18 @@ def _lineage_section(context: StudyContext) -> list[str]:
     return lines
 
 
+def _labels(table: Any) -> dict[str, str]:
+    """RM id -> its readable label (empty when the table has none)."""
+    return table["label"].to_dict() if "label" in table else {}
+
+
 def _proxy_section(study: StudyTable) -> list[str]:
     """Per PPO run: the RM's score of the held-out samples before and after, against the gold gain."""
     proxy, cis = study.context.ppo_proxy, study.context.ppo_ci
     if not proxy:
         return []
     table = study.frame
-    labels = table["label"].to_dict() if "label" in table else {}
+    labels = _labels(table)
     lines = ["### PPO: the reward model's score vs the gold", "",
              "The mean score the RM gives the initial and the trained policy's samples of the held-out prompts "
              "(the proxy PPO optimised), beside the gold gain and the trained policy's final KL to the initial "
@@ -133,7 +138,7 @@ def _bon_groups_section(study: StudyTable) -> list[str]:
     table, groups = study.frame, study.context.bon_groups
     if not groups:
         return []
-    labels = table["label"].to_dict() if "label" in table else {}
+    labels = _labels(table)
     lines = ["### Best-of-N gain by prompt group", "",
              "gain@n (n = samples per prompt) with its bootstrap CI over the group's prompts: where each "
              "RM's gain comes from. RM–gold ρ: the mean within-prompt Spearman correlation of the RM's and "
@@ -262,7 +267,7 @@ def provenance_section(study: StudyTable, settings: Mapping[str, Any]) -> list[s
     ]
     lines += [f"- **Warning:** {w}" for w in context.warnings]
     recs = context.records
-    labels = table["label"].to_dict() if "label" in table else {}
+    labels = _labels(table)
     lines += ["", "### Records used", "", markdown_table(
         ["id", "task", "RM", "status", "settings"],
         [[r["id"], r["task"], labels.get(r.get("rm"), r.get("rm") or "–"), r["status"],
