@@ -237,6 +237,10 @@ class StudyGrid:
     # task -> extra hydra overrides; the key ``model`` applies to every task that builds or loads
     # a lineage (train_rm, sample, bon, ppo), so e.g. a lighter tiny lineage stays one lineage.
     overrides: dict[str, list[str]] = field(default_factory=dict)
+    # lineage -> extra hydra overrides for the steps that build or load that lineage only (its RMs; the
+    # policy's pools, Best-of-N and PPO when it is the policy), after ``overrides.model``: e.g. one
+    # lineage lighter than the other, as the test world's tiny_qwen.
+    lineage_overrides: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass

@@ -179,6 +179,11 @@ class StudyPlan:
         unknown = sorted(set(self.extra) - {*MODEL_TASKS, "evaluate", "correlate", "data", "model"})
         if unknown:
             raise ConfigError(f"study.overrides.{unknown[0]}: not a task of the study (or 'model')")
+        self.by_lineage = {k: list(v) for k, v in (OmegaConf.to_container(g.lineage_overrides) or {}).items()}
+        stray = sorted(set(self.by_lineage) - {*g.lineages, g.policy})
+        if stray:
+            raise ConfigError(f"study.lineage_overrides.{stray[0]}: not a lineage of the study "
+                              f"(study.lineages: {', '.join(g.lineages)}; policy: {g.policy})")
         for bench in g.extra_benchmarks:
             if not (CONF_DIR / "benchmark" / f"{bench}.yaml").is_file():
                 known = ", ".join(sorted(p.stem for p in (CONF_DIR / "benchmark").glob("*.yaml")))
@@ -187,6 +192,11 @@ class StudyPlan:
         # line, before the first stage runs, not when its task's stage is reached.
         for task in sorted({*self.extra} - {"model"} | ({*MODEL_TASKS} if "model" in self.extra else set())):
             self.config(task, [])
+        for lineage in self.by_lineage:
+            try:
+                self.config("train_rm", [f"model={lineage}"])
+            except ConfigError as exc:
+                raise ConfigError(f"study.lineage_overrides.{lineage}: {exc}") from None
         # So does a gold judge that cannot judge a prompt set (an unset judge.model, AlpacaEval without
         # its preference judge), which would otherwise surface after every RM had trained.
         for task in ("bon", *(("ppo",) if g.ppo else ())):
@@ -198,9 +208,13 @@ class StudyPlan:
         self.ledger = StepLedger(Store(cfg.paths.store), enabled=bool(g.step_ledger) and not bool(cfg.get("force", False)))
 
     def overrides(self, task: str, overrides: list[str], seed: int | None = None) -> list[str]:
-        shared = self.extra.get("model", []) if task in MODEL_TASKS else []
+        shared, own = [], []
+        if task in MODEL_TASKS:
+            shared = self.extra.get("model", [])
+            lineage = next((o.split("=", 1)[1] for o in reversed(overrides) if o.startswith("model=")), None)
+            own = self.by_lineage.get(lineage, []) if lineage else []
         base = self.common if seed is None else [f"seed={seed}" if o.startswith("seed=") else o for o in self.common]
-        return base + shared + overrides + self.extra.get(task, [])
+        return base + shared + overrides + own + self.extra.get(task, [])
 
     def config(self, task: str, overrides: list[str]) -> DictConfig:
         return compose_task(task, self.overrides(task, overrides))

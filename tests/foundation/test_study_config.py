@@ -40,6 +40,43 @@ def test_an_unknown_extra_benchmark_is_one_line(root: Path) -> None:
     assert out.stderr.strip().count("\n") == 0 and "study.extra_benchmarks: no benchmark preset 'comparisons'" in out.stderr
 
 
+def test_lineage_overrides_reach_that_lineages_steps_only(root: Path) -> None:
+    """`study.lineage_overrides.<lineage>` lands in the steps that build or load that lineage: its lineage
+    step and RMs, and, for the policy, its pools, Best-of-N and PPO runs; no other lineage's step. A
+    lineage the study does not have, or a value its config refuses, is one line before any work."""
+    from rlexp.job_graph import run_jobs
+    from rlexp.runtime import compose_task
+    from rlexp.tasks.study import StudyPlan, study_jobs
+
+    light = "model.tiny.sft_epochs=0.75"  # the quick study's own lighter lineages set 0.5 for both
+
+    def steps(lineage: str) -> dict:
+        cfg = compose_task("study", ["experiment=quick", "logger=none", f"+study.lineage_overrides.{lineage}=['{light}']"])
+        found: dict = {}
+        run_jobs(study_jobs(StudyPlan(cfg)), lambda step: (f"{len(found):016x}", None), 1,
+                 decided=lambda step: found.setdefault(step.key, step) and None)
+        return found
+
+    for lineage, other in (("tiny_qwen", "tiny_llama"), ("tiny_llama", "tiny_qwen")):
+        found = steps(lineage)
+        has = {key for key, step in found.items() if light in step.overrides}
+        assert "lineage/" + lineage in has and "lineage/" + other not in has
+        assert {k for k in found if k.startswith(f"train_rm/{lineage}/")} <= has
+        assert not has & {k for k in found if k.startswith(f"train_rm/{other}/")}
+        # tiny_llama is the quick study's policy: every pool, Best-of-N and PPO step reads it.
+        policy_steps = {k for k in found if k.split("/", 1)[0] in ("sample", "bon", "ppo")}
+        assert policy_steps and ((policy_steps <= has) if lineage == "tiny_llama" else not policy_steps & has)
+        assert not has & {k for k in found if k.startswith(("evaluate/", "correlate"))}
+
+    out = _study("+study.lineage_overrides.tiny_gpt=['model.tiny.sft_epochs=0.5']")
+    assert out.returncode == 2 and out.stderr.strip().count("\n") == 0
+    assert "study.lineage_overrides.tiny_gpt: not a lineage of the study" in out.stderr
+    out = _study("+study.lineage_overrides.tiny_qwen=['model.tiny.sft_epoch=0.5']")
+    assert out.returncode == 2 and out.stderr.strip().count("\n") == 0
+    assert "study.lineage_overrides.tiny_qwen" in out.stderr and "sft_epoch" in out.stderr
+    assert not (root / "runs").exists()
+
+
 def test_step_ledger_decides_steps_whose_record_exists(tmp_path: Path) -> None:
     """A step run before (same code and configs) whose record is still stored is answered from the
     ledger; another override, a deleted record, a disabled ledger all send the step to a worker."""

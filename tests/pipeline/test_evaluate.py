@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from rlexp.store import Store
-from tests.conftest import compose, env_with, rlexp_cmd
+from tests.conftest import QWEN, compose, env_with, rlexp_cmd
 
 
 def _evaluate(rid: str, *overrides: str):
@@ -98,7 +98,8 @@ def test_bad_inputs(world: Path, rms: dict[str, str], tmp_path: Path) -> None:
 def test_generative_judge_runs_and_counts_failures(world: Path, rms: dict[str, str]) -> None:
     from rlexp.tasks import evaluate
 
-    rec = evaluate.run(compose("evaluate", "rm=tiny_qwen", "scorer=generative", "scorer.max_new_tokens=12",
+    # A lineage name as the judge (its instruct checkpoint): the world's tiny_llama.
+    rec = evaluate.run(compose("evaluate", "rm=tiny_llama", "scorer=generative", "scorer.max_new_tokens=12",
                                "benchmark=both", "benchmark.rb2.subsets=[Math]", "benchmark.rb2.limit=6",
                                "benchmark.prb.limit=8"))
     m = rec.metrics
@@ -113,7 +114,7 @@ def test_generative_judge_without_chat_template(world: Path, rms: dict[str, str]
 
     from rlexp import inputs
 
-    src = Path(inputs.lineage(compose("train_rm", "model=tiny_qwen")).instruct)
+    src = Path(inputs.lineage(compose("train_rm", *QWEN)).instruct)
     dst = tmp_path / "no_template"
     shutil.copytree(src, dst)
     (dst / "chat_template.jinja").unlink(missing_ok=True)

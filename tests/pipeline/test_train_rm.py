@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rlexp.store import Store
-from tests.conftest import compose, env_with, private_store, rlexp_cmd
+from tests.conftest import QWEN, compose, env_with, private_store, rlexp_cmd
 
 
 def _general_heldout(world: Path):
@@ -39,7 +39,7 @@ def test_two_lineages_have_different_tokenizers(world: Path, rms: dict[str, str]
     from rlexp.models.loading import load_tokenizer
 
     llama = inputs.lineage(compose("train_rm", "model=tiny_llama"))
-    qwen = inputs.lineage(compose("train_rm", "model=tiny_qwen"))
+    qwen = inputs.lineage(compose("train_rm", *QWEN))
     t1, t2 = load_tokenizer(llama.base), load_tokenizer(qwen.base)
     text = "The capital of the northern province is famous for its bridges."
     assert t1(text)["input_ids"] != t2(text)["input_ids"]
@@ -50,7 +50,7 @@ def test_two_lineages_have_different_tokenizers(world: Path, rms: dict[str, str]
     # counted: a kept test world, RLEXP_TEST_WORLD, may hold other lineages).
     store = Store(world / "runs")
     before = {r.id for r in store.records("lineage")}
-    again = [inputs.lineage(compose("train_rm", f"model={m}")) for m in ("tiny_llama", "tiny_qwen")]
+    again = [inputs.lineage(compose("train_rm", *m)) for m in (("model=tiny_llama",), QWEN)]
     assert [a.record_id for a in again] == [llama.record_id, qwen.record_id]
     assert {llama.record_id, qwen.record_id} <= before == {r.id for r in store.records("lineage")}
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from rlexp.store import Store
-from tests.conftest import env_with, private_store, rlexp_cmd
+from tests.conftest import QWEN, env_with, private_store, rlexp_cmd
 
 pytestmark = pytest.mark.slow
 
 
 def test_killed_during_epoch_two_resumes_from_checkpoint(world: Path, rms: dict[str, str], tmp_path: Path) -> None:
-    args = ["train_rm", "logger=none", "model=tiny_qwen", "data=general", "trainer.num_train_epochs=2",
+    args = ["train_rm", "logger=none", *QWEN, "data=general", "trainer.num_train_epochs=2",
             "trainer.save_steps=20", "data.max_rows=600", "seed=3"]
     # Stores of its own (the world's data and lineages hard-linked): a kept test world
     # (RLEXP_TEST_WORLD) holds this run's record from an earlier session.
