@@ -138,7 +138,7 @@ def private_store(world: Path, dst: Path, tasks: tuple[str, ...] = ("data", "lin
 
 # The test world's tiny_qwen is lighter than a study's (a quarter of the pretraining, half an SFT epoch,
 # as the rehearsals' lineages): what the suite checks of it is its tokenizer, that its RM learns, and the
-# cross-lineage plumbing, none of which needs the full lineage, which cost ~90 CPU-seconds of the world
+# cross-lineage plumbing, none of which needs the full lineage, which cost ~100 CPU-seconds of the world
 # build. The four guards that fail on lighter lineages are all the tiny_llama policy's.
 QWEN_LIGHT = ("model.tiny.pretrain_epochs=0.25", "model.tiny.sft_epochs=0.5")
 QWEN = ("model=tiny_qwen", *QWEN_LIGHT)
