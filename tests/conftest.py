@@ -7,7 +7,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from functools import cache, partial
 from pathlib import Path
 
@@ -142,8 +142,15 @@ def private_store(world: Path, dst: Path, tasks: tuple[str, ...] = ("data", "lin
 # build. The four guards that fail on lighter lineages are all the tiny_llama policy's.
 QWEN_LIGHT = ("model.tiny.pretrain_epochs=0.25", "model.tiny.sft_epochs=0.5")
 QWEN = ("model=tiny_qwen", *QWEN_LIGHT)
-# The same, for a study that shares the world's lineages.
-QWEN_IN_STUDY = "+study.lineage_overrides.tiny_qwen=[" + ",".join(f"'{o}'" for o in QWEN_LIGHT) + "]"
+
+
+def hydra_list(items: Sequence[str]) -> str:
+    """Overrides as one Hydra list value (``['a=1','b=2']``): each quoted, since they hold ``=``."""
+    return "[" + ",".join(f"'{i}'" for i in items) + "]"
+
+
+# The lighter tiny_qwen, for a study that shares the world's lineages.
+QWEN_IN_STUDY = f"+study.lineage_overrides.tiny_qwen={hydra_list(QWEN_LIGHT)}"
 
 
 def compose(task: str, *overrides: str):

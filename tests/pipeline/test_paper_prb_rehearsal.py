@@ -12,7 +12,7 @@ import pytest
 
 from rlexp.scoring.judges import LIST_SYSTEM
 from rlexp.store import Store
-from tests.conftest import QWEN_IN_STUDY, REPO, compose
+from tests.conftest import QWEN_IN_STUDY, REPO, compose, hydra_list
 from tests.scoring.test_served_judge import MODEL, JudgeServer
 
 
@@ -41,12 +41,11 @@ def test_paper_prb_rehearsal_with_a_served_judge(world: Path, rms: dict[str, str
         items = [f"prompts.source={REPO / 'tests' / 'fixtures' / 'lampqa'}", "sampling=default", "sampling.n=4",
                  "sampling.max_new_tokens=32", "n_boot=100", "judge=llm", "judge.variant=prb", f"judge.model={MODEL}",
                  f"judge.endpoint={judge.url}"]
-        bon = "[" + ",".join(f"'{i}'" for i in items) + "]"
         # The world's lineages (none to build: its tiny_llama, its lighter tiny_qwen), one RM per lineage and
         # no comparison sets (the quick study's test covers those): what is checked here is LaMP-QA and the
         # served judge.
         record = study.run(compose("study", "experiment=paper_prb_rehearsal", "study.overrides.model=[]", QWEN_IN_STUDY,
-                                   "study.mixes=[personal]", "study.extra_benchmarks=[]", f"study.overrides.bon={bon}"))
+                                   "study.mixes=[personal]", "study.extra_benchmarks=[]", f"study.overrides.bon={hydra_list(items)}"))
     finally:
         judge.httpd.shutdown()
         judge.httpd.server_close()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rlexp.store import Store
-from tests.conftest import QWEN_IN_STUDY, compose
+from tests.conftest import QWEN_IN_STUDY, compose, hydra_list
 
 
 @pytest.mark.slow
@@ -17,12 +17,11 @@ def test_paper_rb2_rehearsal_reports_rb2_vs_downstream(world: Path, rms: dict[st
 
     items = ["sampling=default", "sampling.n=4", "sampling.max_new_tokens=32", "n_boot=100",
              f"judge.rm={rms['llama_personal']}"]
-    bon = "[" + ",".join(f"'{i}'" for i in items) + "]"
     # The shared world's lineages and its two general RMs (study.overrides.model=[], the world's lighter
     # tiny_qwen and train_rm=[]: the same configs, so cache hits), so only the rehearsal's evaluation and
     # downstream steps run here.
     record = study.run(compose("study", "experiment=paper_rb2_rehearsal", "study.overrides.model=[]", QWEN_IN_STUDY,
-                               "study.overrides.train_rm=[]", "study.mixes=[general]", f"study.overrides.bon={bon}"))
+                               "study.overrides.train_rm=[]", "study.mixes=[general]", f"study.overrides.bon={hydra_list(items)}"))
     store = Store(world / "runs")
     report = store.resolve(record.artifacts["report"]).read_text()
     bons = [store.get(i, "bon") for i in record.inputs.values() if store.exists("bon", i)]
