@@ -22,11 +22,10 @@ from _common import compose
 
 
 def within_prompt_spearman(a: np.ndarray, b: np.ndarray) -> float:
-    """Mean Spearman correlation of two [P, n] matrices over the prompts where both vary."""
-    from scipy.stats import spearmanr
+    """Mean Spearman correlation of two [P, n] matrices over the prompts where both vary (the report's RM–gold ρ)."""
+    from rlexp.downstream.bon_math import rank_agreement
 
-    rows = [spearmanr(x, y).statistic for x, y in zip(a, b, strict=True) if np.ptp(x) > 0 and np.ptp(y) > 0]
-    return float(np.mean(rows))
+    return float(rank_agreement(a, b)["mean_spearman"])
 
 
 def main() -> None:
