@@ -106,6 +106,7 @@ def test_general_rm_ppo_beats_flipped_on_general_prompts(world: Path, rms: dict[
     assert store.get(good.info["baseline_pool"], "sample").metrics["samples"] == 300 * 16
     assert store.get(good.info["eval_pool"], "sample").metrics["samples"] == 300 * 8
     assert bad.info["baseline_pool"] == good.info["baseline_pool"]  # one shared, cached baseline
+    assert good.info["baseline_samples"] == bad.info["baseline_samples"] == 16
 
     def gold(pool: str) -> Any:
         (scores,) = [r for r in store.records("pool_scores") if r.inputs["pool"] == pool and r.config["role"] == "gold"]
