@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 from rlexp import inputs
 from rlexp.downstream.bon_math import bon_curve, bootstrap_ci, default_ks, gold_varies, rank_agreement
 from rlexp.downstream.pool_scoring import pool_matrix
+from rlexp.downstream.prompt_groups import gains_by_group, group_indices
 from rlexp.errors import ConfigError
 from rlexp.runtime import RunContext, execute, hydra_entry
 from rlexp.scoring.factory import check_gold_judge, judge_key, reward_scorer
@@ -27,26 +28,12 @@ from rlexp.suite import KIND as SUITE_KIND
 
 def _gains_by_group(prompts: list[Any], gain: np.ndarray, oracle_gain: np.ndarray, differ: np.ndarray,
                     cfg: DictConfig) -> dict[str, Any]:
-    """gain@n, oracle gain@n and the share of prompts whose samples differ in gold (``differ``), per
-    prompt group (the sandbox's general task kind, or the personalized domain).
-
-    Why: an overall gain can hide that all of it comes from one kind of prompt (e.g. constraint
-    following) while the RM is useless or harmful on the others, or that on some kind the policy's
-    samples never differ, so no RM could gain there. Empty when prompts carry no group.
-    """
-    groups: dict[str, list[int]] = {}
-    for i, p in enumerate(prompts):
-        hidden = p.hidden or {}
-        name = hidden.get("task") or hidden.get("domain")
-        if name:
-            groups.setdefault(str(name), []).append(i)
-    if len(groups) < 2:
-        return {}
-    out = {}
-    for name, ix in sorted(groups.items()):
-        lo, hi = bootstrap_ci(gain[ix], n_boot=cfg.n_boot, seed=cfg.seed)
-        out[name] = {"prompts": len(ix), "gain": float(gain[ix].mean()), "gain_ci": [lo, hi],
-                     "oracle_gain": float(oracle_gain[ix].mean()), "samples_differ": float(differ[ix].mean())}
+    """gain@n with its CI, oracle gain@n and the share of prompts whose samples differ in gold (``differ``), per
+    prompt group (:mod:`rlexp.downstream.prompt_groups`): on a kind whose samples never differ no RM could
+    gain. Empty when prompts carry no group."""
+    out = gains_by_group(prompts, gain, n_boot=cfg.n_boot, seed=cfg.seed)
+    for name, ix in group_indices(prompts).items():
+        out[name].update({"oracle_gain": float(oracle_gain[ix].mean()), "samples_differ": float(differ[ix].mean())})
     return out
 
 

@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlexp import inputs
 from rlexp.downstream import ppo as adapter
 from rlexp.downstream.bon_math import bootstrap_ci
+from rlexp.downstream.prompt_groups import gains_by_group
 from rlexp.errors import ConfigError
 from rlexp.models.loading import (
     check_generation_length,
@@ -255,6 +256,7 @@ def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str
     judged = _judge_pools(cfg, before, after, prompts, reward, rm_id)
     gain = judged["gold_after"] - judged["gold_before"]
     lo, hi = bootstrap_ci(gain, n_boot=cfg.n_boot, seed=cfg.seed)
+    by_group = gains_by_group(prompts, gain, n_boot=cfg.n_boot, seed=cfg.seed)
     # Per prompt, so that correlate can compare RMs paired over the same prompts (and lineages).
     per_prompt = ctx.work_dir / "per_prompt.parquet"
     pq.write_table(pa.table({"prompt_id": [p.prompt_id for p in prompts], "gold_before": judged["gold_before"],
@@ -269,6 +271,7 @@ def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str
         "gold_after": float(judged["gold_after"].mean()),
         "gain": float(gain.mean()),
         "gain_ci": [lo, hi],
+        **({"by_group": by_group} if by_group else {}),
         "proxy_before": float(judged["proxy_before"].mean()),
         "proxy_after": float(judged["proxy_after"].mean()),
         "final_kl": train_metrics.get("objective/kl"),

@@ -90,12 +90,19 @@ def test_general_rm_ppo_beats_flipped_on_general_prompts(world: Path, rms: dict[
     The study's PPO settings (lr 5e-5, 8 rollouts per update, 256 episodes) on all 300 general evaluation
     prompts, both RMs read without a profile as test_bon reads them (a general prompt has no user). The
     initial policy's side is Best-of-N's 16-sample pool, the trained side 8 samples per prompt: with 4 the
-    margin's sampling noise was as large as the margin itself. Measured on the test world (docs/sandbox.md,
-    "The PPO half of the directional check"): general minus flipped +0.011 / +0.017 / +0.014 at seeds 0 / 1 / 2
-    with 16 samples a side, and +0.007 to +0.022 in every draw of 8 over five training seeds.
+    margin's sampling noise was as large as the margin itself.
+
+    The margin is asserted over the 240 prompts outside safety. On safety neither RM's preference reaches
+    the policy's answers (docs/sandbox.md: the probes, and Best-of-N's safety picks no better than the first
+    sample), so PPO moves safety gold by up to ±0.1 either way depending on the seed and the CPU's float
+    path, enough to flip the overall order on one machine. Measured (docs/sandbox.md, "The PPO half of the
+    directional check"), general minus flipped outside safety: +0.016 / +0.035 / +0.026 at seeds 0 / 1 / 2
+    on an Intel Xeon, where the overall margin was −0.008 / +0.020 / +0.016; every draw of five training
+    seeds positive on an AMD EPYC.
     """
     import pyarrow.parquet as pq
 
+    from rlexp import inputs
     from rlexp.tasks import ppo, sample
 
     common = ["model=tiny_llama", "prompts=general", "profile=none", "sampling.n=8", "baseline_samples=16",
@@ -116,6 +123,8 @@ def test_general_rm_ppo_beats_flipped_on_general_prompts(world: Path, rms: dict[
     # over 16, recomputed here from the stored gold scores of both pools.
     before = gold(good.info["baseline_pool"])
     assert set(before.size()) == {16}
+    prompts, _ = inputs.prompt_set(compose("ppo", *common), split="eval")
+    task_of = {p.prompt_id: p.hidden["task"] for p in prompts}  # the general prompts' kinds (ties: set_member)
     for rec in (good, bad):
         m = rec.metrics
         print(rec.config["rm"], "gold", m["gold_before"], "->", m["gold_after"], "gain", m["gain"], m["gain_ci"])
@@ -131,7 +140,22 @@ def test_general_rm_ppo_beats_flipped_on_general_prompts(world: Path, rms: dict[
         assert len(curve) == 32 and m["train"]["reward/first_batch_mean"] == pytest.approx(curve[0])
         assert rec.info["lineage_match"] is True and rec.info["rm"]["id"] == rec.config["rm"]
         assert m["proxy_after"] > m["proxy_before"]  # each run raised its own RM's score of held-out samples
-    assert good.metrics["gain"] > bad.metrics["gain"]
+        # Per task kind, as Best-of-N reports it: the kinds' gains, weighted by their prompts, make the gain.
+        kinds = m["by_group"]
+        assert {k: v["prompts"] for k, v in kinds.items()} == {"constraints": 60, "fact": 75, "focus": 15,
+                                                                "math": 60, "safety": 60, "set_member": 30}
+        assert sum(v["gain"] * v["prompts"] for v in kinds.values()) / 300 == pytest.approx(m["gain"], abs=1e-12)
+        for kind, v in kinds.items():
+            mine = per_prompt.loc[[i for i, task in task_of.items() if task == kind], "gain"]
+            assert v["gain"] == pytest.approx(mine.mean(), abs=1e-12)
+            assert v["gain_ci"][0] <= v["gain"] <= v["gain_ci"][1]
+        print({k: round(v["gain"], 4) for k, v in kinds.items()})
+
+    def outside_safety(rec: Any) -> float:
+        kinds = [v for k, v in rec.metrics["by_group"].items() if k != "safety"]
+        return sum(v["gain"] * v["prompts"] for v in kinds) / sum(v["prompts"] for v in kinds)
+
+    assert outside_safety(good) > outside_safety(bad)
     pool = sample.run(compose("sample", f"policy={good.id}", "prompts=personalized", "prompts.limit=8", "sampling.n=2"))
     assert pool.metrics["samples"] == 16
 
