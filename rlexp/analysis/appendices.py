@@ -11,7 +11,7 @@ from rlexp.analysis.columns import DESIGN_FACTORS, downstream_columns, main_benc
 from rlexp.analysis.figures import FIGURES
 from rlexp.analysis.markdown import fmt_num as _num
 from rlexp.analysis.markdown import markdown_table
-from rlexp.analysis.study_table import StudyContext, StudyTable
+from rlexp.analysis.study_table import GroupGain, StudyContext, StudyTable
 from rlexp.analysis.values import is_missing as _nan
 
 
@@ -133,6 +133,19 @@ def _proxy_section(study: StudyTable) -> list[str]:
     return lines
 
 
+def _group_columns(per_rm: list[dict[str, GroupGain]]) -> tuple[list[str], list[str]]:
+    """The prompt groups any RM has, and their column headers (with each group's number of prompts)."""
+    names = sorted({g for groups in per_rm for g in groups})
+    sizes = {g: next(groups[g]["prompts"] for groups in per_rm if g in groups) for g in names}
+    return names, [f"{g} ({sizes[g]} prompts)" for g in names]
+
+
+def _group_cells(groups: dict[str, GroupGain], names: list[str]) -> list[str]:
+    """One RM's gain [CI] per group, "–" where it has none."""
+    return ["–" if (c := groups.get(g)) is None else f"{_num(c['gain'])} [{_num(c['gain_ci'][0])}, {_num(c['gain_ci'][1])}]"
+            for g in names]
+
+
 def _bon_groups_section(study: StudyTable) -> list[str]:
     """Best-of-N gain@n per prompt group (general kind / personalized domain), one table per setting."""
     table, groups = study.frame, study.context.bon_groups
@@ -145,22 +158,33 @@ def _bon_groups_section(study: StudyTable) -> list[str]:
              "the gold judge's scores of the pool's samples, over the prompts where both vary (how many of "
              "all prompts): how much of the RM's skill carries over to the policy's own samples.", ""]
     for setting, by_rm in sorted(groups.items()):
-        names = sorted({g for v in by_rm.values() for g in v["groups"]})
-        sizes = {g: next(v["groups"][g]["prompts"] for v in by_rm.values() if g in v["groups"]) for g in names}
+        names, headers = _group_columns([v["groups"] for v in by_rm.values()])
         agreement = any(v.get("agreement") for v in by_rm.values())
         rows = []
         for rm, v in sorted(by_rm.items(), key=lambda kv: str(labels.get(kv[0], kv[0]))):
             a = v.get("agreement")
             cells = ([] if not agreement else
                      ["–" if not a else f"{_num(a['mean_spearman'])} ({a['prompts']} of {a['total_prompts']})"])
-            for g in names:
-                c = v["groups"].get(g)
-                cells.append("–" if c is None else
-                             f"{_num(c['gain'])} [{_num(c['gain_ci'][0])}, {_num(c['gain_ci'][1])}]")
-            rows.append([labels.get(rm, rm), v.get("n"), *cells])
+            rows.append([labels.get(rm, rm), v.get("n"), *cells, *_group_cells(v["groups"], names)])
         lines += [f"#### {setting}", "",
-                  markdown_table(["RM", "n", *(["RM–gold ρ"] if agreement else []),
-                                  *(f"{g} ({sizes[g]} prompts)" for g in names)], rows), ""]
+                  markdown_table(["RM", "n", *(["RM–gold ρ"] if agreement else []), *headers], rows), ""]
+    return lines
+
+
+def _ppo_groups_section(study: StudyTable) -> list[str]:
+    """PPO gold gain per prompt group, one table per PPO column."""
+    table, groups = study.frame, study.context.ppo_groups
+    if not groups:
+        return []
+    labels = _labels(table)
+    lines = ["### PPO gain by prompt group", "",
+             "The trained policy's mean gold minus the initial policy's, with its bootstrap CI over the group's "
+             "prompts: which kinds of prompt an RM's PPO run moved, and which it moved the wrong way.", ""]
+    for column, by_rm in sorted(groups.items()):
+        names, headers = _group_columns(list(by_rm.values()))
+        rows = [[labels.get(rm, rm), *_group_cells(g, names)]
+                for rm, g in sorted(by_rm.items(), key=lambda kv: str(labels.get(kv[0], kv[0])))]
+        lines += [f"#### {column.removesuffix('/gain')}", "", markdown_table(["RM", *headers], rows), ""]
     return lines
 
 
@@ -208,7 +232,7 @@ def reward_models_section(study: StudyTable) -> list[str]:
 
 def downstream_section(study: StudyTable) -> list[str]:
     """Appendix D: judge-reward upper bounds, whether downstream gains differ, same- vs other-lineage PPO,
-    each PPO run's proxy vs gold, BoN gains per prompt group."""
+    each PPO run's proxy vs gold, BoN and PPO gains per prompt group."""
     uppers = study.context.upper_bounds
     lines = ["## D. Downstream detail", "", "### Upper bounds (judge rewards, excluded from correlations)", ""]
     if uppers:
@@ -221,7 +245,7 @@ def downstream_section(study: StudyTable) -> list[str]:
         lines.append("None in this study.")
     lines.append("")
     return (lines + _gain_differences_section(study.context) + _lineage_section(study.context) + _proxy_section(study)
-            + _bon_groups_section(study))
+            + _bon_groups_section(study) + _ppo_groups_section(study))
 
 
 CAPTIONS = {

@@ -16,7 +16,7 @@ from typing import Any
 
 from rlexp.analysis.columns import is_benchmark_group
 from rlexp.analysis.records import Collection, curve_ks, factors, short_name
-from rlexp.analysis.study_table import BonGroups, Curve, Interval, ProxyShift
+from rlexp.analysis.study_table import BonGroups, Curve, GroupGain, Interval, ProxyShift
 from rlexp.analysis.values import finite_float, score_or_none
 from rlexp.data.schemas import RB2_SUBSETS
 from rlexp.store import Record, Store
@@ -52,6 +52,7 @@ class Rows:
     #: Every gain column's per-RM CI over prompts (BoN and PPO alike).
     gain_ci: dict[str, dict[str, Interval]] = field(default_factory=lambda: defaultdict(dict))
     bon_groups: dict[str, dict[str, BonGroups]] = field(default_factory=lambda: defaultdict(dict))
+    ppo_groups: dict[str, dict[str, dict[str, GroupGain]]] = field(default_factory=lambda: defaultdict(dict))
     notes: list[str] = field(default_factory=list)  # cells that could not be filled
 
 
@@ -133,12 +134,14 @@ def _fill_bon(out: Rows, rm: str, group: str, rec: Record, k: int, store: Store)
         out.bon_groups[group][rm] = {
             "n": rec.metrics.get("n"),
             "agreement": rec.metrics.get("rm_gold_agreement"),  # bon_math.rank_agreement's dict
-            "groups": {
-                str(g): {"gain": score_or_none(v.get("gain")), "prompts": v.get("prompts"),
-                         "gain_ci": _interval(v.get("gain_ci"))}
-                for g, v in rec.metrics["by_group"].items()
-            },
+            "groups": _group_gains(rec.metrics["by_group"]),
         }
+
+
+def _group_gains(by_group: Mapping[str, Any]) -> dict[str, GroupGain]:
+    """A record's ``by_group`` metrics (BoN's or PPO's) as the report shows them."""
+    return {str(g): {"gain": score_or_none(v.get("gain")), "prompts": v.get("prompts"), "gain_ci": _interval(v.get("gain_ci"))}
+            for g, v in by_group.items()}
 
 
 def _fill_ppo(out: Rows, rm: str, group: str, rec: Record, store: Store) -> None:
@@ -156,3 +159,5 @@ def _fill_ppo(out: Rows, rm: str, group: str, rec: Record, store: Store) -> None
                                               "kl": finite_float(m.get("final_kl"))}
     if rec.artifacts.get("per_prompt"):
         out.per_prompt[f"{group}/gain"][rm] = str(store.resolve(rec.artifacts["per_prompt"]))
+    if m.get("by_group"):  # PPO records written before 2026-12-05 have none
+        out.ppo_groups[f"{group}/gain"][rm] = _group_gains(m["by_group"])

@@ -80,7 +80,7 @@ class Curve(TypedDict):
 
 
 class GroupGain(TypedDict):
-    """BoN gain@n on one prompt group (general kind or personalized domain)."""
+    """A downstream gain on one prompt group (general kind or personalized domain): BoN gain@n or PPO gain."""
 
     gain: float | None
     prompts: int | None
@@ -135,6 +135,7 @@ class StudyContext:
     ppo_proxy: dict[str, dict[str, ProxyShift]] = field(default_factory=dict)  # PPO column -> rm -> proxy shift
     gain_ci: dict[str, dict[str, Interval]] = field(default_factory=dict)  # gain column -> rm -> CI over prompts
     bon_groups: dict[str, dict[str, BonGroups]] = field(default_factory=dict)  # setting -> rm -> groups
+    ppo_groups: dict[str, dict[str, dict[str, GroupGain]]] = field(default_factory=dict)  # PPO column -> rm -> group -> gain
     records: list[RecordLine] = field(default_factory=list)
     #: Per BoN gain column: do the RMs' gains differ (correlation_table.bon_gain_differences).
     gain_differences: dict[str, dict[str, Any]] | None = None

@@ -290,6 +290,7 @@ def _context(collection: Collection, found: _Found, chosen: Mapping[tuple[str, s
         ppo_proxy=dict(rows.ppo_proxy),
         gain_ci=dict(rows.gain_ci),
         bon_groups=dict(rows.bon_groups),
+        ppo_groups=dict(rows.ppo_groups),
         records=[describe(r, used) for r in collection.records],
     )
 

@@ -108,6 +108,13 @@ def by_group(i: int) -> dict[str, Any]:
             "math": {"prompts": 10, "gain": -g, "gain_ci": [-g - 0.02, -g + 0.02], "oracle_gain": 0.2}}
 
 
+def ppo_by_group(i: int) -> dict[str, Any]:
+    """A general PPO record's per-kind gains (RM ``i``): constraint gains grow with i, safety ones shrink."""
+    g = 0.005 * (i + 1)
+    return {"constraints": {"prompts": 12, "gain": g, "gain_ci": [g - 0.01, g + 0.01]},
+            "safety": {"prompts": 12, "gain": -g, "gain_ci": [-g - 0.01, -g + 0.01]}}
+
+
 def agreement(i: int) -> dict[str, Any]:
     """A general BoN record's RM-gold agreement (RM ``i``)."""
     return {"mean_spearman": 0.05 * i - 0.1, "prompts": 18 - i, "gold_varies": 20, "total_prompts": 24}
@@ -202,7 +209,8 @@ def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: s
                               # The RM's score of the held-out samples rises on every other run.
                               metrics={"gain": gain, "gain_ci": [gain - 0.03, gain + 0.03], "gold_before": 0.4,
                                        "gold_after": 0.4 + gain, "proxy_before": 0.1 * i,
-                                       "proxy_after": 0.1 * i + (0.5 if i % 2 else -0.2), "final_kl": 1.0 + i},
+                                       "proxy_after": 0.1 * i + (0.5 if i % 2 else -0.2), "final_kl": 1.0 + i,
+                                       **({"by_group": ppo_by_group(i)} if prompts == "general" else {})},
                               info={"rm": {"id": rid, "lineage": lineage}, "policy_lineage": POLICY,
                                     "lineage_match": match,
                                     "judge": {"name": "rubric" if prompts == "personalized" else "verifier"}}), rid)

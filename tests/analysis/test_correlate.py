@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import time
@@ -26,7 +27,7 @@ from rlexp.errors import ConfigError, DataError
 from rlexp.store import Store
 from rlexp.tasks.correlate import run
 
-from ._fake_study import EXP, agreement, build, by_group
+from ._fake_study import EXP, agreement, build, by_group, ppo_by_group
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MAIN = ("rb2/overall", "prb/none/accuracy", "prb/raw/accuracy")
@@ -172,6 +173,26 @@ def test_report_shows_bon_gain_by_prompt_group() -> None:
         fact, math_ = by_group(i)["fact"], by_group(i)["math"]
         assert f"{fmt_num(fact['gain'])} [{fmt_num(fact['gain_ci'][0])}, {fmt_num(fact['gain_ci'][1])}]" in section
         assert f"{fmt_num(math_['gain'])} [{fmt_num(math_['gain_ci'][0])}," in section
+
+
+def test_report_shows_ppo_gain_by_prompt_group() -> None:
+    """The PPO records' per-group gains (only the general ones carry groups here, as records written before
+    PPO kept them carry none) make one table per PPO column, every RM's gain and CI per group."""
+    cfg = _cfg(f"select_experiment={EXP}", "n_boot=0")
+    store = _store(cfg)
+    study = build(store)
+    out = _outputs(store, run(cfg))
+    section = (out / "report.md").read_text().split("### PPO gain by prompt group", 1)[1].split("\n## ", 1)[0]
+    assert "#### ppo/general" in section and "#### ppo/personalized" not in section
+    header = next(line for line in section.splitlines() if line.startswith("| RM"))
+    assert header.split("|")[2:4] == [" constraints (12 prompts) ", " safety (12 prompts) "]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| RM")]
+    assert len(rows) == len(study.rms)
+    for i, _ in enumerate(study.rms):
+        for g in ppo_by_group(i).values():
+            assert f"| {fmt_num(g['gain'])} [{fmt_num(g['gain_ci'][0])}, {fmt_num(g['gain_ci'][1])}] |" in section
+    context = json.loads((out / "context.json").read_text())
+    assert set(context["ppo_groups"]) == {"ppo/general/gain"} and len(context["ppo_groups"]["ppo/general/gain"]) == len(study.rms)
 
 
 def test_two_training_seeds_report_per_seed_rho_and_the_seed_spread() -> None:
