@@ -92,13 +92,14 @@ def test_general_rm_ppo_beats_flipped_on_general_prompts(world: Path, rms: dict[
     initial policy's side is Best-of-N's 16-sample pool, the trained side 8 samples per prompt: with 4 the
     margin's sampling noise was as large as the margin itself.
 
-    The margin is asserted over the 240 prompts outside safety. On safety neither RM's preference reaches
-    the policy's answers (docs/sandbox.md: the probes, and Best-of-N's safety picks no better than the first
-    sample), so PPO moves safety gold by up to ±0.1 either way depending on the seed and the CPU's float
-    path, enough to flip the overall order on one machine. Measured (docs/sandbox.md, "The PPO half of the
-    directional check"), general minus flipped outside safety: +0.016 / +0.035 / +0.026 at seeds 0 / 1 / 2
-    on an Intel Xeon, where the overall margin was −0.008 / +0.020 / +0.016; every draw of five training
-    seeds positive on an AMD EPYC.
+    The margin is asserted over the 240 prompts outside safety. On safety the order is reversed in every
+    seed on both CPUs measured (the template-trained RMs score the policy's advice-shaped answers above
+    refusals: docs/sandbox.md), by an amount that varies with the seed and the CPU's float path; on an
+    Intel Xeon at seed 0 it flipped the overall order.
+    Measured (docs/sandbox.md, "The PPO half of the directional check"), general minus flipped outside
+    safety: +0.016 / +0.035 / +0.026 / +0.028 / +0.026 at seeds 0-4 on that Intel Xeon, where the overall
+    margin was -0.008 / +0.020 / +0.016 / +0.022 / +0.014; on an AMD EPYC the overall margin alone was
+    positive in every draw of five seeds, and safety only lowered it there.
     """
     import pyarrow.parquet as pq
 
