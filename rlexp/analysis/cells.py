@@ -146,7 +146,7 @@ def _group_gains(by_group: Mapping[str, Any]) -> dict[str, GroupGain]:
 
 def _fill_ppo(out: Rows, rm: str, group: str, rec: Record, store: Store) -> None:
     """The gain, whether the RM shares the policy's lineage, the gain's CI, the RM's score before and
-    after (the proxy PPO optimised) and its per-prompt file."""
+    after (the proxy PPO optimised), its per-prompt file and its gains per prompt group."""
     row = out.rows[rm]
     m = rec.metrics
     row[f"{group}/gain"] = finite_float(m.get("gain"))
