@@ -42,14 +42,20 @@ def task_gains(study: StudyTable, setting: str) -> pd.DataFrame:
 
 
 def suite_correlations(study: StudyTable, setting: str) -> pd.DataFrame:
-    """Pearson r, rows = tasks + the downstream average, columns = ``rb2/overall`` and the RB2 subsets."""
+    """Pearson r, rows = tasks + the downstream average, columns = ``rb2/overall`` and the RB2 subsets.
+
+    Each r is over the RMs that have both values (as the main correlation table pairs them): an RM
+    without an RB2 evaluation, or without a task's gain, drops out of that pair only."""
     gains = task_gains(study, setting)
     columns = [c for c in ["rb2/overall", *(f"rb2/{s}" for s in RB2_SUBSETS)] if c in study.frame.columns]
     rms = [rm for rm in gains.index if rm in study.frame.index]
     out: dict[str, dict[str, Any]] = {}
     for task in gains.columns:
-        out[task] = {c: pearson(study.frame.loc[rms, c].astype(float).tolist(), gains.loc[rms, task].tolist()).value
-                     for c in columns}
+        out[task] = {}
+        for c in columns:
+            pair = pd.DataFrame({"rb2": pd.to_numeric(study.frame.loc[rms, c], errors="coerce"),
+                                 "gain": gains.loc[rms, task]}).dropna()
+            out[task][c] = pearson(pair["rb2"].tolist(), pair["gain"].tolist()).value
     return pd.DataFrame.from_dict(out, orient="index", columns=columns)
 
 
@@ -60,8 +66,8 @@ def suite_section(study: StudyTable) -> list[str]:
         return []
     lines = ["### RewardBench 2 vs the downstream suite", "",
              "Pearson r across RMs between each RewardBench 2 column and each task's Best-of-N gain@n "
-             "(rows: tasks; the paper's Table). *Downstream avg* is the unweighted mean over tasks. n/a: "
-             "undefined (fewer than 3 RMs, or a constant column).", ""]
+             "(rows: tasks; the paper's Table). *Downstream avg* is the unweighted mean over tasks. Each r is over "
+             "the RMs with both values. n/a: undefined (fewer than 3 such RMs, or a constant column).", ""]
     labels = study.frame["label"].to_dict() if "label" in study.frame else {}
     for setting in settings:
         corr = suite_correlations(study, setting)
