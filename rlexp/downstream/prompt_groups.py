@@ -7,7 +7,7 @@ while the reward model is useless or harmful on the others. Best-of-N and PPO re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,11 +32,14 @@ def group_indices(prompts: Sequence[Any]) -> dict[str, list[int]]:
     return dict(sorted(groups.items())) if len(groups) >= 2 else {}
 
 
-def gains_by_group(prompts: Sequence[Any], gain: np.ndarray, *, n_boot: int, seed: int) -> dict[str, dict[str, Any]]:
+def gains_by_group(prompts: Sequence[Any], gain: np.ndarray, *, n_boot: int, seed: int,
+                   means: Mapping[str, np.ndarray] | None = None) -> dict[str, dict[str, Any]]:
     """Per group: its number of prompts, the mean of their per-prompt ``gain`` and its bootstrap 95% CI
-    (resampling the group's prompts). Empty when the prompts carry fewer than two groups."""
+    (resampling the group's prompts), then the group mean of each per-prompt array in ``means`` under its
+    name. Empty when the prompts carry fewer than two groups."""
     out = {}
     for name, ix in group_indices(prompts).items():
         lo, hi = bootstrap_ci(gain[ix], n_boot=n_boot, seed=seed)
-        out[name] = {"prompts": len(ix), "gain": float(gain[ix].mean()), "gain_ci": [lo, hi]}
+        out[name] = {"prompts": len(ix), "gain": float(gain[ix].mean()), "gain_ci": [lo, hi],
+                     **{key: float(values[ix].mean()) for key, values in (means or {}).items()}}
     return out

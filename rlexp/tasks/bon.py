@@ -18,7 +18,7 @@ from omegaconf import DictConfig
 from rlexp import inputs
 from rlexp.downstream.bon_math import bon_curve, bootstrap_ci, default_ks, gold_varies, rank_agreement
 from rlexp.downstream.pool_scoring import pool_matrix
-from rlexp.downstream.prompt_groups import gains_by_group, group_indices
+from rlexp.downstream.prompt_groups import gains_by_group
 from rlexp.errors import ConfigError
 from rlexp.runtime import RunContext, execute, hydra_entry
 from rlexp.scoring.factory import check_gold_judge, judge_key, reward_scorer
@@ -31,10 +31,8 @@ def _gains_by_group(prompts: list[Any], gain: np.ndarray, oracle_gain: np.ndarra
     """gain@n with its CI, oracle gain@n and the share of prompts whose samples differ in gold (``differ``), per
     prompt group (:mod:`rlexp.downstream.prompt_groups`): on a kind whose samples never differ no RM could
     gain. Empty when prompts carry no group."""
-    out = gains_by_group(prompts, gain, n_boot=cfg.n_boot, seed=cfg.seed)
-    for name, ix in group_indices(prompts).items():
-        out[name].update({"oracle_gain": float(oracle_gain[ix].mean()), "samples_differ": float(differ[ix].mean())})
-    return out
+    return gains_by_group(prompts, gain, n_boot=cfg.n_boot, seed=cfg.seed,
+                          means={"oracle_gain": oracle_gain, "samples_differ": differ})
 
 
 def suite_weights(prompts: list[Any]) -> np.ndarray | None:
