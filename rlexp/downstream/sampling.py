@@ -105,11 +105,7 @@ class HFSampler:
                 input_ids=ids.repeat_interleave(s.n, 0),
                 attention_mask=mask.repeat_interleave(s.n, 0),
                 cache=cache,
-                do_sample=s.temperature > 0,
-                temperature=s.temperature if s.temperature > 0 else None,
-                top_p=s.top_p if s.temperature > 0 else None,
-                # 0, not None: None would fall back to the generation config's top_k (50 by default).
-                top_k=(s.top_k or 0) if s.temperature > 0 else None,
+                **_warping(s),
                 max_new_tokens=s.max_new_tokens,
                 pad_token_id=tok.pad_token_id,
                 eos_token_id=tok.eos_token_id,
@@ -129,6 +125,22 @@ class HFSampler:
                 row.append((tok.decode(ids_j, skip_special_tokens=True).strip(), len(ids_j), reason))
             results.append(row)
         return results
+
+
+def _warping(s: SamplingConfig) -> dict[str, Any]:
+    """``generate``'s sampling arguments. Temperature, top-k and top-p together go to one warper that
+    keeps the same tokens as transformers' three without sorting the vocabulary (same samples)."""
+    if s.temperature <= 0:
+        return {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+    if s.top_k and s.top_p < 1:
+        from transformers import LogitsProcessorList
+
+        from rlexp.downstream.top_k_top_p import TopKTopPWarper
+
+        return {"do_sample": True, "temperature": 1.0, "top_k": 0, "top_p": 1.0,
+                "logits_processor": LogitsProcessorList([TopKTopPWarper(s.temperature, s.top_k, s.top_p)])}
+    # top_k 0, not None: None would fall back to the generation config's top_k (50 by default).
+    return {"do_sample": True, "temperature": s.temperature, "top_p": s.top_p, "top_k": s.top_k or 0}
 
 
 class Sampler(Protocol):

@@ -1,4 +1,5 @@
-"""The pool sampler: one prefill per prompt must not change a single sample."""
+"""The pool sampler: one prefill per prompt and one warper for temperature, top-k and top-p must not
+change a single sample."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def _random_chat_model(arch: str, chat_format: str) -> tuple[object, object]:
 
 
 @pytest.mark.parametrize(("arch", "chat_format"), [("llama", "llama"), ("qwen2", "chatml")])
-@pytest.mark.parametrize("temperature", [0.0, 1.0])
+@pytest.mark.parametrize("temperature", [0.0, 1.0, 0.7])
 @pytest.mark.parametrize("top_k", [None, 5])
 def test_shared_prefill_gives_the_plain_generate_samples(arch: str, chat_format: str, temperature: float,
                                                          top_k: int | None) -> None:

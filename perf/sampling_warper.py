@@ -1,0 +1,86 @@
+"""Pool sampling with rlexp's fused temperature/top-k/top-p warper against transformers' three
+warpers (the sampling settings of every sandbox pool: temperature 1, top-k 50, top-p 0.9), side by
+side in one process: one warper step on a batch of logits, then whole pools of the tiny_llama policy
+on general prompts, alternating. Prints the times, the ratios and whether the samples are identical
+(they must be).
+
+    python perf/sampling_warper.py [n_prompts=48] [n=16] [rounds=3]
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+from _common import compose, use_root
+
+
+def main() -> None:
+    n_prompts = int(sys.argv[1]) if len(sys.argv) > 1 else 48
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 16
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    use_root("sampling")
+    import torch
+
+    from rlexp import inputs
+    from rlexp.config.nodes import SamplingConfig
+    from rlexp.downstream import sampling
+    from rlexp.downstream.sampling import HFSampler, chat_messages
+    from rlexp.downstream.top_k_top_p import TopKTopPWarper
+    from rlexp.models.loading import load_causal_lm, load_tokenizer
+
+    torch.set_num_threads(1)
+    cfg = compose("sample", "model=tiny_llama", "prompts=general", f"prompts.limit={n_prompts}")
+    path = inputs.lineage(cfg).checkpoint("instruct")
+    prompts, _ = inputs.prompt_set(cfg)
+    tok, model = load_tokenizer(path, padding_side="left"), load_causal_lm(path)
+    s = SamplingConfig(n=n, top_k=cfg.sampling.top_k, top_p=cfg.sampling.top_p, temperature=cfg.sampling.temperature,
+                       max_new_tokens=cfg.sampling.max_new_tokens, batch_prompts=cfg.sampling.batch_prompts)
+    rows = s.batch_prompts * n
+
+    # One warper step on logits of the policy's shape.
+    warper = TopKTopPWarper(s.temperature, s.top_k, s.top_p)
+    logits = torch.randn(rows, len(tok), generator=torch.Generator().manual_seed(0)) * 3
+    ids = torch.zeros(rows, 1, dtype=torch.long)
+
+    def per_call(fn) -> float:
+        fn(ids, logits)
+        start = time.perf_counter()
+        for _ in range(200):
+            fn(ids, logits)
+        return (time.perf_counter() - start) / 200 * 1e3
+
+    t_ref, t_fused = per_call(warper.reference), per_call(warper)
+
+    # Whole pools, the two warpers alternating so that both see the same machine load.
+    fused_args = sampling._warping
+    transformers_args = lambda s: {"do_sample": True, "temperature": s.temperature, "top_p": s.top_p,  # noqa: E731
+                                   "top_k": s.top_k}
+    sampler = HFSampler(model, tok)
+    convs = [chat_messages(p, s.profile_k, s.policy_profile) for p in prompts]
+    times: dict[str, list[float]] = {"transformers": [], "rlexp": []}
+    samples: dict[str, list[str]] = {}
+    for _ in range(rounds):
+        for name, args in (("transformers", transformers_args), ("rlexp", fused_args)):
+            sampling._warping = args
+            start = time.perf_counter()
+            texts = [t for b in range(0, len(convs), s.batch_prompts)
+                     for row in sampler.generate(convs[b : b + s.batch_prompts], s, b) for t, _, _ in row]
+            times[name].append(time.perf_counter() - start)
+            samples.setdefault(name, texts)
+    sampling._warping = fused_args
+
+    print(f"{len(convs)} general prompts x {n} samples, {s.max_new_tokens} new tokens, batches of {rows} rows, "
+          f"vocabulary {len(tok)}, temperature {s.temperature}, top-k {s.top_k}, top-p {s.top_p}, 1 thread")
+    print(f"one warper step ({rows} x {len(tok)} logits): transformers {t_ref:.2f} ms, rlexp {t_fused:.2f} ms, "
+          f"x{t_ref / t_fused:.2f}")
+    ref, fused = statistics.median(times["transformers"]), statistics.median(times["rlexp"])
+    print(f"pool, median of {rounds}: transformers' warpers {ref:.1f} s, rlexp's {fused:.1f} s, x{ref / fused:.2f} "
+          f"({len(convs) * n / ref:.0f} -> {len(convs) * n / fused:.0f} samples/s)")
+    same = sum(a == b for a, b in zip(samples["transformers"], samples["rlexp"], strict=True))
+    print(f"identical samples: {same}/{len(samples['rlexp'])}")
+
+
+if __name__ == "__main__":
+    main()
