@@ -3,9 +3,8 @@
 sorting the whole vocabulary at every step.
 
 transformers' top-p sorts every row of the vocabulary, most of it already cut to ``-inf`` by top-k;
-with a tiny policy that sort and the top-k before it cost more than the model's forward pass (on
-the sandbox's 2,048-token vocabulary and 128 rows: 8.9 ms a step against 5.1 ms here;
-``perf/sampling_warper.py``). Here the cumulative probabilities come from a row holding the same
+with a tiny policy that sort and the top-k before it cost about as much as the model's forward pass
+(the sandbox's 2,048-token vocabulary, 128 rows a step; ``perf/sampling_warper.py`` times both). Here the cumulative probabilities come from a row holding the same
 values at the same places as transformers' sorted row (``-inf`` first, then the k kept logits
 ascending), so its softmax and cumulative sum are the same floats, and the same tokens are cut.
 Where that equivalence rests on an order the sort leaves open (ties at the k-th logit, or across
