@@ -25,6 +25,21 @@ def compose(task: str, *overrides: str):
     return compose_task(task, ["logger=none", "progress=false", *overrides])
 
 
+def tiny_policy_and_prompts(prompt_set: str, limit: int) -> tuple[Any, list[Any], Any, Any]:
+    """The tiny_llama policy (built into the bench root if absent) and the first ``limit`` prompts of a
+    sandbox prompt set, one thread (returns the composed sample config, prompts, tokenizer, model)."""
+    import torch
+
+    from rlexp import inputs
+    from rlexp.models.loading import load_causal_lm, load_tokenizer
+
+    torch.set_num_threads(1)
+    cfg = compose("sample", "model=tiny_llama", f"prompts={prompt_set}", f"prompts.limit={limit}")
+    path = inputs.lineage(cfg).checkpoint("instruct")
+    prompts, _ = inputs.prompt_set(cfg)
+    return cfg, prompts, load_tokenizer(path, padding_side="left"), load_causal_lm(path)
+
+
 def sandbox_rb2_and_rm() -> tuple[str, list[Any], Any, Any, Any]:
     """What the scoring benchmarks time: the sandbox RewardBench 2 (its folder, and its completions
     unrolled as score inputs) and a ~20M-parameter random Llama sequence classifier on tiny_llama's

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 
-from _common import compose, use_root
+from _common import tiny_policy_and_prompts, use_root
 
 
 def main() -> None:
@@ -20,16 +20,10 @@ def main() -> None:
     use_root("sampling")
     import torch
 
-    from rlexp import inputs
     from rlexp.config.nodes import SamplingConfig
     from rlexp.downstream.sampling import HFSampler, chat_messages
-    from rlexp.models.loading import load_causal_lm, load_tokenizer
 
-    torch.set_num_threads(1)
-    cfg = compose("sample", "model=tiny_llama", "prompts=personalized", f"prompts.limit={n_prompts}")
-    path = inputs.lineage(cfg).checkpoint("instruct")
-    prompts, _ = inputs.prompt_set(cfg)
-    tok, model = load_tokenizer(path, padding_side="left"), load_causal_lm(path)
+    cfg, prompts, tok, model = tiny_policy_and_prompts("personalized", n_prompts)
     s = SamplingConfig(n=n, top_k=cfg.sampling.top_k, profile_k=cfg.sampling.profile_k, max_new_tokens=cfg.sampling.max_new_tokens)
     convs = [chat_messages(p, s.profile_k) for p in prompts]
     sampler = HFSampler(model, tok)

@@ -13,7 +13,7 @@ import statistics
 import sys
 import time
 
-from _common import compose, use_root
+from _common import tiny_policy_and_prompts, use_root
 
 
 def main() -> None:
@@ -23,18 +23,12 @@ def main() -> None:
     use_root("sampling")
     import torch
 
-    from rlexp import inputs
     from rlexp.config.nodes import SamplingConfig
     from rlexp.downstream import sampling
     from rlexp.downstream.sampling import HFSampler, chat_messages
     from rlexp.downstream.top_k_top_p import TopKTopPWarper
-    from rlexp.models.loading import load_causal_lm, load_tokenizer
 
-    torch.set_num_threads(1)
-    cfg = compose("sample", "model=tiny_llama", "prompts=general", f"prompts.limit={n_prompts}")
-    path = inputs.lineage(cfg).checkpoint("instruct")
-    prompts, _ = inputs.prompt_set(cfg)
-    tok, model = load_tokenizer(path, padding_side="left"), load_causal_lm(path)
+    cfg, prompts, tok, model = tiny_policy_and_prompts("general", n_prompts)
     s = SamplingConfig(n=n, top_k=cfg.sampling.top_k, top_p=cfg.sampling.top_p, temperature=cfg.sampling.temperature,
                        max_new_tokens=cfg.sampling.max_new_tokens, batch_prompts=cfg.sampling.batch_prompts)
     rows = s.batch_prompts * n
