@@ -61,6 +61,7 @@ HASH_NEUTRAL: dict[tuple[str, str], Any] = {
     # default top_k=50; a vLLM pool then had no cut, so only hf's 50 is neutral (HASH_NEUTRAL_ONLY_IF).
     ("sampling", "top_k"): 50,
     ("sampling", "policy_profile"): "posts",  # every older pool showed the policy the posts
+    ("sampling", "draw"): "full",  # every older pool drew from transformers' multinomial
     # LaMP-QA prompt sets; every older prompt set is in rlexp's format. A None default drops the key
     # whatever its value: domains and retriever_model are in the prompt set's id (an input of the pool).
     ("prompts", "format"): "rlexp",

@@ -34,6 +34,9 @@ JudgeMode = StrEnum("JudgeMode", "ratings rankings")
 TokenizerSource = StrEnum("TokenizerSource", "auto file")
 TokenizerCheck = StrEnum("TokenizerCheck", "warn error off")
 SamplingBackend = StrEnum("SamplingBackend", "hf vllm")
+# How the hf backend draws a token: full: transformers' multinomial over the whole vocabulary (every stored
+# pool); kept: a draw among the tokens top-k and top-p keep, the same distribution from other random numbers.
+SamplingDraw = StrEnum("SamplingDraw", "full kept")
 JudgeName = StrEnum("JudgeName", "auto rubric verifier rm llm grader")  # grader: the suite tasks' own
 JudgeVariant = StrEnum("JudgeVariant", "lampqa prb")  # lampqa: per aspect, /2; prb: one list judgement, 0-2
 Algorithm = StrEnum("Algorithm", "ppo grpo rloo")

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rlexp.config.choices import SamplingDraw
 from rlexp.config.nodes import SamplingConfig
 from rlexp.data.formatting import SYSTEM_PERSONALIZED, policy_prompt, rm_user_turn
 from rlexp.data.schemas import PromptItem
@@ -129,14 +130,18 @@ class HFSampler:
 
 def _warping(s: SamplingConfig) -> dict[str, Any]:
     """``generate``'s sampling arguments. Temperature, top-k and top-p together go to one warper that
-    keeps the same tokens as transformers' three without sorting the vocabulary (same samples)."""
+    keeps the same tokens as transformers' three without sorting the vocabulary (same samples); with
+    ``draw=kept`` that warper also draws the token, among the kept ones, and ``generate`` runs greedy."""
+    from transformers import LogitsProcessorList
+
+    from rlexp.downstream.top_k_top_p import KeptTokenDraw, TopKTopPWarper
+
+    greedy = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
     if s.temperature <= 0:
-        return {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+        return greedy
+    if s.draw == SamplingDraw.kept:
+        return greedy | {"logits_processor": LogitsProcessorList([KeptTokenDraw(s.temperature, s.top_k, s.top_p)])}
     if s.top_k and s.top_p < 1:
-        from transformers import LogitsProcessorList
-
-        from rlexp.downstream.top_k_top_p import TopKTopPWarper
-
         return {"do_sample": True, "temperature": 1.0, "top_k": 0, "top_p": 1.0,
                 "logits_processor": LogitsProcessorList([TopKTopPWarper(s.temperature, s.top_k, s.top_p)])}
     # top_k 0, not None: None would fall back to the generation config's top_k (50 by default).

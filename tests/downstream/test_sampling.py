@@ -73,3 +73,26 @@ def test_top_k_is_the_setting_not_the_generation_config_default() -> None:
     assert len(_first_tokens(sampler, 5)) <= 5
     with pytest.raises(ConfigError, match="sampling.top_k=0 must be null"):
         SamplingConfig(top_k=0)
+
+
+def test_kept_draw_is_seeded_and_stays_within_the_cut() -> None:
+    # draw=kept: another draw from the same distribution, so other samples than draw=full, the same ones
+    # for the same seed; with top_k=1 both reduce to greedy decoding.
+    sampler = HFSampler(*_random_chat_model("llama", "llama"))
+    prompts = [[{"role": "user", "content": "rice"}], [{"role": "user", "content": "how to cook bread " * 3}]]
+    kept = SamplingConfig(n=8, temperature=1.0, top_p=0.9, top_k=5, max_new_tokens=10, draw="kept")
+    full = SamplingConfig(n=8, temperature=1.0, top_p=0.9, top_k=5, max_new_tokens=10)
+    first = sampler.generate(prompts, kept, seed=3)
+    assert sampler.generate(prompts, kept, seed=3) == first
+    assert sampler.generate(prompts, kept, seed=4) != first
+    assert first != sampler.generate(prompts, full, seed=3)
+    assert len({t for row in first for t, _, _ in row}) >= 6
+    greedy = SamplingConfig(n=2, temperature=0.0, max_new_tokens=10)
+    one = SamplingConfig(n=2, temperature=1.0, top_p=0.9, top_k=1, max_new_tokens=10, draw="kept")
+    assert sampler.generate(prompts, one, seed=5) == sampler.generate(prompts, greedy, seed=0)
+
+
+def test_kept_draw_needs_the_hf_backend_and_a_top_k() -> None:
+    for bad in ({"backend": "vllm", "top_k": 50}, {"top_k": None}, {"top_k": 50, "temperature": 0.0}):
+        with pytest.raises(ConfigError, match="sampling.draw=kept needs"):
+            SamplingConfig(draw="kept", **bad)

@@ -1,19 +1,23 @@
-"""The fused temperature/top-k/top-p warper keeps exactly the tokens transformers' three warpers keep."""
+"""The fused temperature/top-k/top-p warper keeps exactly the tokens transformers' three warpers keep;
+the kept-token draw draws from their distribution."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from rlexp.downstream.top_k_top_p import TopKTopPWarper
+from rlexp.downstream.top_k_top_p import KeptTokenDraw, TopKTopPWarper
 
 
 class _Counting(TopKTopPWarper):
+    """Counts the steps that fall back to transformers' warpers."""
+
     fallbacks = 0
 
-    def _fallback(self, input_ids, scores):  # type: ignore[no-untyped-def]
-        self.fallbacks += 1
-        return super()._fallback(input_ids, scores)
+    def _kept(self, scores):  # type: ignore[no-untyped-def]
+        kept = super()._kept(scores)
+        self.fallbacks += kept is None
+        return kept
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
@@ -44,6 +48,29 @@ def test_ties_fall_back_to_transformers_and_agree() -> None:
 
 
 def test_rejects_settings_it_does_not_fuse() -> None:
-    for args in ((0.0, 50, 0.9), (1.0, 0, 0.9), (1.0, 50, 1.0)):
+    for args in ((0.0, 50, 0.9), (1.0, 0, 0.9), (1.0, 50, 1.5)):
         with pytest.raises(ValueError, match="needs temperature > 0"):
             TopKTopPWarper(*args)
+
+
+@pytest.mark.parametrize("rounded", [False, True])
+def test_kept_token_draw_follows_the_warped_distribution(rounded: bool) -> None:
+    # One row of logits repeated: the frequencies of 40,000 draws against the probabilities of the tokens
+    # transformers' warpers keep (rounded logits tie and take the fallback path).
+    gen = torch.Generator().manual_seed(1)
+    logits = torch.randn(1, 300, generator=gen) * 2
+    if rounded:
+        logits = logits.round()
+    draw = KeptTokenDraw(0.8, 20, 0.9)
+    ids = torch.zeros(40_000, 3, dtype=torch.long)
+    expected = draw.reference(ids[:1], logits).softmax(-1)[0]
+    torch.manual_seed(0)
+    out = draw(ids, logits.expand(40_000, -1).clone())
+    assert (torch.isfinite(out).sum(-1) == 1).all() and (out.max(-1).values == 0).all()
+    counts = torch.bincount(out.argmax(-1), minlength=300).double() / 40_000
+    assert set(counts.nonzero().flatten().tolist()) <= set(expected.nonzero().flatten().tolist())
+    assert 3 <= int((expected > 0).sum()) <= (300 if rounded else 20)  # ties at the k-th logit are all kept
+    # A binomial frequency of 40,000 draws has SD <= 0.0025: 0.012 is ~5 SD.
+    assert (counts - expected).abs().max() < 0.012
+    torch.manual_seed(0)
+    assert torch.equal(draw(ids, logits.expand(40_000, -1).clone()), out)  # seeded by torch's generator

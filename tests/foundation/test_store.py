@@ -141,3 +141,13 @@ def test_top_k_50_is_neutral_only_for_hf_pools() -> None:
         assert (record_id("sample", at_50) == record_id("sample", before)) is neutral, backend
         assert record_id("sample", {**before, "sampling": {**before["sampling"], "top_k": None}}) != record_id(
             "sample", before)
+
+
+def test_the_default_draw_leaves_pool_ids_unchanged() -> None:
+    # Every stored pool drew from transformers' multinomial: draw=full keeps its id, draw=kept is a new pool.
+    from rlexp.config.choices import SamplingDraw
+
+    old = {"seed": 0, "sampling": {"n": 4, "top_p": 0.9, "top_k": 50}}
+    for full in ("full", SamplingDraw.full):
+        assert record_id("sample", {**old, "sampling": {**old["sampling"], "draw": full}}) == record_id("sample", old)
+    assert record_id("sample", {**old, "sampling": {**old["sampling"], "draw": "kept"}}) != record_id("sample", old)
