@@ -2,13 +2,15 @@
 warpers (the sampling settings of every sandbox pool: temperature 1, top-k 50, top-p 0.9), side by
 side in one process: one warper step on a batch of logits, then whole pools of the tiny_llama policy
 on general prompts, alternating. Prints the times, the ratios and whether the samples are identical
-(they must be).
+(they must be); then the opt-in ``sampling.draw=kept`` (a draw among the kept tokens, so other
+samples), timed in the same rounds.
 
     python perf/sampling_warper.py [n_prompts=48] [n=16] [rounds=3]
 """
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import sys
 import time
@@ -53,14 +55,16 @@ def main() -> None:
                                    "top_k": s.top_k}
     sampler = HFSampler(model, tok)
     convs = [chat_messages(p, s.profile_k, s.policy_profile) for p in prompts]
-    times: dict[str, list[float]] = {"transformers": [], "rlexp": []}
+    kept = dataclasses.replace(s, draw="kept")
+    runs = (("transformers", transformers_args, s), ("rlexp", fused_args, s), ("rlexp draw=kept", fused_args, kept))
+    times: dict[str, list[float]] = {name: [] for name, _, _ in runs}
     samples: dict[str, list[str]] = {}
     for _ in range(rounds):
-        for name, args in (("transformers", transformers_args), ("rlexp", fused_args)):
+        for name, args, settings in runs:
             sampling._warping = args
             start = time.perf_counter()
             texts = [t for b in range(0, len(convs), s.batch_prompts)
-                     for row in sampler.generate(convs[b : b + s.batch_prompts], s, b) for t, _, _ in row]
+                     for row in sampler.generate(convs[b : b + s.batch_prompts], settings, b) for t, _, _ in row]
             times[name].append(time.perf_counter() - start)
             samples.setdefault(name, texts)
     sampling._warping = fused_args
@@ -74,6 +78,9 @@ def main() -> None:
           f"({len(convs) * n / ref:.0f} -> {len(convs) * n / fused:.0f} samples/s)")
     same = sum(a == b for a, b in zip(samples["transformers"], samples["rlexp"], strict=True))
     print(f"identical samples: {same}/{len(samples['rlexp'])}")
+    drawn = statistics.median(times["rlexp draw=kept"])
+    print(f"opt-in sampling.draw=kept (the token drawn among the kept ones, other samples): {drawn:.1f} s, "
+          f"x{ref / drawn:.2f} transformers' warpers ({len(convs) * n / drawn:.0f} samples/s)")
 
 
 if __name__ == "__main__":
