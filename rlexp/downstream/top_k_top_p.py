@@ -31,7 +31,7 @@ class TopKTopPWarper(LogitsProcessor):
     def __init__(self, temperature: float, top_k: int, top_p: float) -> None:
         if not (temperature > 0 and top_k > 0 and 0 < top_p <= 1):
             raise ValueError(f"needs temperature > 0, top_k > 0 and 0 < top_p <= 1, got {temperature}, {top_k}, {top_p}")
-        self.temperature, self.top_k, self.top_p = temperature, top_k, top_p
+        self.top_k, self.top_p = top_k, top_p
         self._cuts = [TopKLogitsWarper(top_k), TopPLogitsWarper(top_p)]
         self._scale = TemperatureLogitsWarper(temperature) if temperature != 1.0 else None
 
