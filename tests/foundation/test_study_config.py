@@ -122,6 +122,9 @@ def test_every_step_of_the_default_study_builds_from_its_needs(root: Path) -> No
     assert "rm=judge:verifier" in upper and not any(o.startswith("rm=0") for o in upper)
     bon = steps["bon/train_rm/tiny_qwen/personal/e1/personalized"].overrides
     assert sum(o.startswith("rm=") for o in bon) == 1
+    # The study's pools draw among the kept tokens (the quick study keeps transformers' full draw).
+    drawn = [s for k, s in steps.items() if k.split("/", 1)[0] in ("sample", "bon", "ppo")]
+    assert len(drawn) == 2 + 24 + 14 and all("sampling.draw=kept" in s.overrides for s in drawn)
     # Long kinds first: the policy lineage, then the pools, then the RMs, the longest PPO runs before evaluation.
     assert jobs[0].key == "lineage/tiny_llama" and kinds.index("sample") < kinds.index("train_rm") < kinds.index("ppo")
     assert kinds.index("ppo") < kinds.index("evaluate") < kinds.index("bon")
