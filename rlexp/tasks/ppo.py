@@ -184,9 +184,12 @@ def _train(ctx: RunContext, cfg: DictConfig, policy_path: str, reward: Scorer, t
            same_lineage: bool) -> tuple[Any, Any, dict[str, Any]]:
     """Load the policy and train it with the configured algorithm; returns (policy, tokenizer, metrics)."""
     import torch  # lazily, like every torch import in tasks: a bad override fails before paying for it
+    from transformers import set_seed
 
     quiet_libraries()
-    torch.manual_seed(cfg.seed)
+    # torch, numpy and random: TRL's PPO draws each update's minibatch order from numpy's global RNG,
+    # which left unseeded made the weights depend on what the process ran before.
+    set_seed(int(cfg.seed))
     shutil.rmtree(ctx.work_dir / "trainer", ignore_errors=True)  # no resume in TRL's PPO: restart cleanly
     use_cpu = not torch.cuda.is_available() or cfg.runtime.device == "cpu"
     flags = {

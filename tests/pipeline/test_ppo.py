@@ -74,6 +74,32 @@ def test_bad_inputs(world: Path, rms: dict[str, str], tmp_path: Path, monkeypatc
     assert not list((own / "runs" / "records").glob("ppo/*.json"))  # no record written
 
 
+def test_ppo_trains_the_same_weights_whatever_numpys_global_state(world: Path, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """TRL's PPO draws each update's minibatch order from numpy's global RNG. Unseeded, a PPO run's
+    weights depended on what its process ran before: a study resumed after its RMs trained other floats
+    than one run from an empty store (up to 1.5e-6, enough to move a gain's CI across 0), and two
+    `rlexp ppo` runs differed. The run seeds it: the same weights after any numpy state."""
+    import random
+
+    import torch
+    from safetensors.torch import load_file
+
+    from rlexp.tasks import ppo
+
+    monkeypatch.setenv("RLEXP_ROOT", str(private_store(world, tmp_path)))
+    cfg = compose("ppo", "rm=judge:verifier", "model=tiny_llama", "prompts=general", "prompts.limit=16",
+                  "sampling.n=2", "n_boot=50", "trainer.total_episodes=16", "trainer.response_length=16", "force=true")
+    weights = []
+    for state in (1, 2):
+        np.random.seed(state)
+        random.seed(state)
+        rec = ppo.run(cfg)
+        weights.append(load_file(Store(tmp_path / "runs").resolve(rec.artifacts["policy"]) / "model.safetensors"))
+    assert weights[0].keys() == weights[1].keys()
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
 def test_reward_must_be_a_scorer() -> None:
     from rlexp.downstream.ppo import reward_module
     from rlexp.errors import ConfigError
