@@ -11,7 +11,7 @@ from rlexp.analysis.columns import DESIGN_FACTORS, downstream_columns, main_benc
 from rlexp.analysis.figures import FIGURES
 from rlexp.analysis.markdown import fmt_num as _num
 from rlexp.analysis.markdown import markdown_table
-from rlexp.analysis.study_table import GroupGain, StudyContext, StudyTable
+from rlexp.analysis.study_table import GroupGain, SeedGains, StudyContext, StudyTable
 from rlexp.analysis.values import is_missing as _nan
 
 
@@ -116,6 +116,8 @@ def _proxy_section(study: StudyTable) -> list[str]:
              "one. A proxy that rises while the gold does not is a reward the policy learned to please without "
              "improving by the gold judge's measure (over-optimisation). RM scores are not calibrated across "
              "RMs: compare a rise with the same RM's gold gain, not with another RM's rise.", ""]
+    seeds = study.context.ppo_seeds or {}
+    seeded = any(seeds.values())
     rows = []
     rose = above = below = 0
     for col in sorted(proxy):
@@ -126,11 +128,28 @@ def _proxy_section(study: StudyTable) -> list[str]:
             above += bool(ci[0] is not None and ci[0] > 0)
             below += bool(ci[1] is not None and ci[1] < 0)
             rows.append([col, labels.get(rm, rm), f"{_num(p['before'])} → {_num(p['after'])}", _num(shift),
-                         f"{_num(gain)} [{_num(ci[0])}, {_num(ci[1])}]", _num(p["kl"])])
+                         f"{_num(gain)} [{_num(ci[0])}, {_num(ci[1])}]",
+                         *([seed_gains(seeds.get(col, {}).get(rm))] if seeded else []), _num(p["kl"])])
     runs = len(rows)
     lines += [f"The proxy rose in {rose} of {runs} runs; the gold gain's CI is above 0 in {above} and below 0 in {below}.", "",
-              markdown_table(["downstream", "RM", "proxy before → after", "proxy rise", "gold gain [CI]", "final KL"], rows), ""]
+              markdown_table(["downstream", "RM", "proxy before → after", "proxy rise", "gold gain [CI]",
+                              *(["training seeds"] if seeded else []), "final KL"], rows), ""]
+    if seeded:
+        lines += [SEEDS_NOTE + " The proxy and the KL are the seeds' means.", ""]
     return lines
+
+
+#: What a pooled PPO row means (rlexp/analysis/replicates.py).
+SEEDS_NOTE = ("Pooled over training seeds (\"training seeds\": how many, then each seed's own gain): the gain is, per "
+              "prompt, the mean of the seeds' gains, averaged over the prompts all seeds share; its CI resamples "
+              "those prompts with the seeds fixed, so the seed-to-seed spread beside it is not inside it.")
+
+
+def seed_gains(pooled: SeedGains | None) -> str:
+    """``3: +0.013 / -0.008 / +0.001`` for a cell pooled over training seeds, "1" for one run."""
+    if not pooled:
+        return "1"
+    return f"{len(pooled['seeds'])}: " + " / ".join(_num(g) for g in pooled["gains"])
 
 
 def _group_columns(per_rm: list[dict[str, GroupGain]]) -> tuple[list[str], list[str]]:
@@ -236,11 +255,16 @@ def downstream_section(study: StudyTable) -> list[str]:
     uppers = study.context.upper_bounds
     lines = ["## D. Downstream detail", "", "### Upper bounds (judge rewards, excluded from correlations)", ""]
     if uppers:
+        seeded = any(u.get("seeds") for u in uppers)
         lines.append(markdown_table(
-            ["setting", "reward", "gain", "CI", "gold before", "gold after", "record"],
+            ["setting", "reward", "gain", "CI", *(["training seeds"] if seeded else []), "gold before", "gold after",
+             "record"],
             [[u["setting"], u["rm"], _num(u["gain"]), f"[{_num(u['gain_ci'][0])}, {_num(u['gain_ci'][1])}]",
-              _num(u.get("gold_before")), _num(u.get("gold_after")), u["id"]] for u in uppers],
+              *([seed_gains(u.get("seeds"))] if seeded else []), _num(u.get("gold_before")), _num(u.get("gold_after")),
+              u["id"]] for u in uppers],
         ))
+        if seeded:
+            lines += ["", SEEDS_NOTE]
     else:
         lines.append("None in this study.")
     lines.append("")

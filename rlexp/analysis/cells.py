@@ -16,7 +16,8 @@ from typing import Any
 
 from rlexp.analysis.columns import is_benchmark_group
 from rlexp.analysis.records import Collection, curve_ks, factors, short_name
-from rlexp.analysis.study_table import BonGroups, Curve, GroupGain, Interval, ProxyShift
+from rlexp.analysis.replicates import pool
+from rlexp.analysis.study_table import BonGroups, Curve, GroupGain, Interval, ProxyShift, SeedGains
 from rlexp.analysis.values import finite_float, score_or_none
 from rlexp.data.schemas import RB2_SUBSETS
 from rlexp.store import Record, Store
@@ -33,11 +34,18 @@ class Cell:
     rm: str
     group: str  # rb2 | prb/<mode> | bon/<prompts> | <algorithm>/<prompts>
     records: list[Record]
+    #: A PPO cell's runs of its setting, one per training seed (rlexp/analysis/replicates.py), pooled.
+    replicates: list[Record] = field(default_factory=list)
 
     @property
     def record(self) -> Record:
-        """The record that fills the cell."""
+        """The record that fills the cell (the newest, of a PPO cell's replicates)."""
         return self.records[0]
+
+    @property
+    def used(self) -> list[Record]:
+        """Every record whose result the cell shows: its replicates, else its record."""
+        return self.replicates or [self.record]
 
 
 @dataclass
@@ -46,13 +54,14 @@ class Rows:
 
     rows: dict[str, dict[str, Any]]
     curves: dict[str, dict[str, Curve]] = field(default_factory=lambda: defaultdict(dict))
-    per_prompt: dict[str, dict[str, str]] = field(default_factory=lambda: defaultdict(dict))
+    per_prompt: dict[str, dict[str, list[str]]] = field(default_factory=lambda: defaultdict(dict))
     ppo_ci: dict[str, dict[str, Interval]] = field(default_factory=lambda: defaultdict(dict))
     ppo_proxy: dict[str, dict[str, ProxyShift]] = field(default_factory=lambda: defaultdict(dict))
     #: Every gain column's per-RM CI over prompts (BoN and PPO alike).
     gain_ci: dict[str, dict[str, Interval]] = field(default_factory=lambda: defaultdict(dict))
     bon_groups: dict[str, dict[str, BonGroups]] = field(default_factory=lambda: defaultdict(dict))
     ppo_groups: dict[str, dict[str, dict[str, GroupGain]]] = field(default_factory=lambda: defaultdict(dict))
+    ppo_seeds: dict[str, dict[str, SeedGains]] = field(default_factory=lambda: defaultdict(dict))
     notes: list[str] = field(default_factory=list)  # cells that could not be filled
 
 
@@ -74,7 +83,7 @@ def fill_rows(collection: Collection, chosen: Mapping[tuple[str, str], Cell], rm
         elif group.startswith("bon/"):
             _fill_bon(out, rm, group, rec, k_of[group], collection.store)
         else:
-            _fill_ppo(out, rm, group, rec, collection.store)
+            _fill_ppo(out, rm, group, cell, collection.store)
     return out
 
 
@@ -129,7 +138,7 @@ def _fill_bon(out: Rows, rm: str, group: str, rec: Record, k: int, store: Store)
         "first_k": [score_or_none(curve[str(x)].get("first_k")) for x in ks],
     }
     if rec.artifacts.get("per_prompt"):
-        out.per_prompt[f"{group}/gain@{k}"][rm] = str(store.resolve(rec.artifacts["per_prompt"]))
+        out.per_prompt[f"{group}/gain@{k}"][rm] = [str(store.resolve(rec.artifacts["per_prompt"]))]
     if rec.metrics.get("by_group"):
         out.bon_groups[group][rm] = {
             "n": rec.metrics.get("n"),
@@ -144,20 +153,36 @@ def _group_gains(by_group: Mapping[str, Any]) -> dict[str, GroupGain]:
             for g, v in by_group.items()}
 
 
-def _fill_ppo(out: Rows, rm: str, group: str, rec: Record, store: Store) -> None:
+def _fill_ppo(out: Rows, rm: str, group: str, cell: Cell, store: Store) -> None:
     """The gain, whether the RM shares the policy's lineage, the gain's CI, the RM's score before and
-    after (the proxy PPO optimised), its per-prompt file and its gains per prompt group."""
-    row = out.rows[rm]
-    m = rec.metrics
-    row[f"{group}/gain"] = finite_float(m.get("gain"))
+    after (the proxy PPO optimised), its per-prompt files and its gains per prompt group; pooled over
+    the cell's training seeds when it has several (:mod:`rlexp.analysis.replicates`)."""
+    row, col, rec = out.rows[rm], f"{group}/gain", cell.record
+    pooled = pool(cell.used, store)
+    row[col] = pooled.gain
     match = rec.info.get("lineage_match")
     row[f"{group}/lineage_match"] = None if match is None else bool(match)
-    out.ppo_ci[f"{group}/gain"][rm] = out.gain_ci[f"{group}/gain"][rm] = _interval(m.get("gain_ci"))
-    if "proxy_before" in m:
-        out.ppo_proxy[f"{group}/gain"][rm] = {"before": finite_float(m.get("proxy_before")),
-                                              "after": finite_float(m.get("proxy_after")),
-                                              "kl": finite_float(m.get("final_kl"))}
-    if rec.artifacts.get("per_prompt"):
-        out.per_prompt[f"{group}/gain"][rm] = str(store.resolve(rec.artifacts["per_prompt"]))
-    if m.get("by_group"):  # PPO records written before 2026-12-05 have none
-        out.ppo_groups[f"{group}/gain"][rm] = _group_gains(m["by_group"])
+    out.ppo_ci[col][rm] = out.gain_ci[col][rm] = pooled.gain_ci
+    if pooled.proxy is not None:
+        out.ppo_proxy[col][rm] = pooled.proxy
+    if pooled.per_prompt:
+        out.per_prompt[col][rm] = pooled.per_prompt
+    if len(pooled.seeds) > 1:
+        out.ppo_seeds[col][rm] = {"seeds": pooled.seeds, "gains": pooled.seed_gains}
+    by_group = [r.metrics["by_group"] for r in cell.used if r.metrics.get("by_group")]  # none before 2026-12-05
+    if len(by_group) == 1:
+        out.ppo_groups[col][rm] = _group_gains(by_group[0])
+    elif by_group:
+        out.ppo_groups[col][rm] = _mean_group_gains(by_group)
+
+
+def _mean_group_gains(by_group: list[Mapping[str, Any]]) -> dict[str, GroupGain]:
+    """Replicates' gains per prompt group, averaged over the seeds that have the group; no CI (the
+    records keep each group's gains as a mean, not per prompt)."""
+    out: dict[str, GroupGain] = {}
+    for g in sorted({g for groups in by_group for g in groups}):
+        runs = [groups[g] for groups in by_group if g in groups]
+        gains = [v for r in runs if (v := score_or_none(r.get("gain"))) is not None]
+        out[str(g)] = {"gain": float(sum(gains) / len(gains)) if gains else None, "prompts": runs[0].get("prompts"),
+                       "gain_ci": [None, None]}
+    return out

@@ -25,6 +25,7 @@ from rlexp.analysis.columns import (
 from rlexp.analysis.correlation import MIN_ITEMS, Corr
 from rlexp.analysis.ndcg import ndcg_variants
 from rlexp.analysis.records import short_name
+from rlexp.analysis.replicates import mean_over_seeds
 from rlexp.analysis.study_table import StudyTable
 
 CORR_COLUMNS: tuple[str, ...] = (
@@ -51,33 +52,38 @@ def gain_column(column: str) -> tuple[str, int | None] | None:
     return ("ppo", None) if m and m["task"] == "ppo" and m["stat"] == "gain" else None
 
 
-def per_prompt_matrix(paths: Mapping[str, str], rms: Sequence[str], k: int | None,
+def per_prompt_matrix(paths: Mapping[str, str | Sequence[str]], rms: Sequence[str], k: int | None,
                       cache: dict[str, pd.DataFrame]) -> tuple[np.ndarray | None, str | None]:
     """``[RMs, prompts]`` per-prompt gains, prompts aligned by id: BoN's gain at ``k`` (bon@k -
-    bon_at_1), or PPO's gain (gold after - before) when ``k`` is None."""
+    bon_at_1), or PPO's gain (gold after - before) when ``k`` is None. An RM with several files (a
+    PPO setting run over several training seeds) gets, per prompt, the mean of their gains on the
+    prompts all of them have (rlexp/analysis/replicates.py)."""
     what = "PPO" if k is None else "BoN"
     frames = []
     for rm in rms:
-        path = paths.get(rm)
-        if path is None:
+        files = paths.get(rm)
+        if not files:
             return None, f"no per-prompt {what} results for RM {short_name(rm)}"
-        if path not in cache:
-            try:
-                cache[path] = pd.read_parquet(path)
-            except (OSError, ValueError) as exc:
-                return None, f"per-prompt {what} results unreadable for RM {short_name(rm)} ({exc.__class__.__name__})"
-        frame = cache[path]
-        needed = ["gain"] if k is None else [f"bon@{k}", "bon_at_1"]
-        if "prompt_id" not in frame or any(c not in frame for c in needed):
-            return None, f"per-prompt {what} results of RM {short_name(rm)} lack {needed[0]}"
-        gain = frame["gain"] if k is None else frame[f"bon@{k}"] - frame["bon_at_1"]
-        frames.append(pd.Series(gain.to_numpy(dtype=float), index=frame["prompt_id"].astype(str)))
+        replicates = []
+        for path in [files] if isinstance(files, str) else files:  # a str: a context.json written before 2026-12-05
+            if path not in cache:
+                try:
+                    cache[path] = pd.read_parquet(path)
+                except (OSError, ValueError) as exc:
+                    return None, f"per-prompt {what} results unreadable for RM {short_name(rm)} ({exc.__class__.__name__})"
+            frame = cache[path]
+            needed = ["gain"] if k is None else [f"bon@{k}", "bon_at_1"]
+            if "prompt_id" not in frame or any(c not in frame for c in needed):
+                return None, f"per-prompt {what} results of RM {short_name(rm)} lack {needed[0]}"
+            gain = frame["gain"] if k is None else frame[f"bon@{k}"] - frame["bon_at_1"]
+            replicates.append(pd.Series(gain.to_numpy(dtype=float), index=frame["prompt_id"].astype(str)))
+        frames.append(mean_over_seeds(replicates))
     common = frames[0].index
     for s in frames[1:]:
         common = common.intersection(s.index)
     if len(common) == 0:
         return None, f"the RMs' per-prompt {what} results share no prompt"
-    matrix = np.stack([s[~s.index.duplicated()].reindex(common).to_numpy(dtype=float) for s in frames])
+    matrix = np.stack([s.reindex(common).to_numpy(dtype=float) for s in frames])
     return matrix, None
 
 

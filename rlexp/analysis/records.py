@@ -259,17 +259,25 @@ def downstream_group(rec: Record) -> str:
     return f"{base}/{prompts_of(rec)}"
 
 
-def upper_bound(rec: Record, setting: str) -> UpperBound:
-    """A judge-reward downstream record as a reference line for ``setting``."""
+def upper_bound(recs: Sequence[Record], setting: str, store: Store) -> UpperBound:
+    """Judge-reward downstream records of one setting as a reference line for ``setting``: one
+    record as it is, PPO replicates over training seeds pooled (:mod:`rlexp.analysis.replicates`)."""
+    from rlexp.analysis.replicates import mean_metric, pool
+
+    rec = max(recs, key=lambda r: r.ended)
+    base = {"id": rec.id, "task": rec.task, "rm": rm_of(rec), "setting": setting, "policy": policy_of(rec)}
     if rec.task == "bon":
         gain, ci = rec.metrics.get("gain_at_n"), rec.metrics.get("gain_at_n_ci")
-    else:
-        gain, ci = rec.metrics.get("gain"), rec.metrics.get("gain_ci")
-    return {"id": rec.id, "task": rec.task, "rm": rm_of(rec), "setting": setting,
-            "policy": policy_of(rec), "gain": score_or_none(gain),
-            "gain_ci": [score_or_none(v) for v in list(ci or [None, None])[:2]],
-            "gold_before": score_or_none(rec.metrics.get("gold_before")),
-            "gold_after": score_or_none(rec.metrics.get("gold_after"))}
+        return {**base, "gain": score_or_none(gain), "gain_ci": [score_or_none(v) for v in list(ci or [None, None])[:2]],
+                "gold_before": score_or_none(rec.metrics.get("gold_before")),
+                "gold_after": score_or_none(rec.metrics.get("gold_after"))}
+    pooled = pool(recs, store)
+    out: UpperBound = {**base, "gain": score_or_none(pooled.gain), "gain_ci": pooled.gain_ci,
+                       "gold_before": mean_metric(pooled.records, "gold_before"),
+                       "gold_after": mean_metric(pooled.records, "gold_after")}
+    if len(pooled.seeds) > 1:
+        out["seeds"] = {"seeds": pooled.seeds, "gains": pooled.seed_gains}
+    return out
 
 
 def describe(rec: Record, used: set[str]) -> RecordLine:

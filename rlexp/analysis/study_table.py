@@ -36,8 +36,16 @@ class Duplicate(TypedDict):
     ended: float
 
 
-class UpperBound(TypedDict):
-    """A downstream run with a judge as reward (``judge:*``): a reference line, not an RM."""
+class SeedGains(TypedDict):
+    """A PPO cell pooled over training seeds: each seed's own gain, in seed order."""
+
+    seeds: list[int | None]
+    gains: list[float]
+
+
+class UpperBound(TypedDict, total=False):
+    """A downstream run with a judge as reward (``judge:*``): a reference line, not an RM (``seeds``:
+    PPO runs of one setting pooled over training seeds; absent for one run)."""
 
     id: str
     task: str
@@ -48,6 +56,7 @@ class UpperBound(TypedDict):
     gain_ci: Interval
     gold_before: float | None
     gold_after: float | None
+    seeds: SeedGains
 
 
 class ProxyShift(TypedDict):
@@ -130,12 +139,13 @@ class StudyContext:
     warnings: list[str] = field(default_factory=list)
     upper_bounds: list[UpperBound] = field(default_factory=list)
     curves: dict[str, dict[str, Curve]] = field(default_factory=dict)  # setting -> rm -> curve
-    per_prompt: dict[str, dict[str, str]] = field(default_factory=dict)  # column -> rm -> per-prompt parquet
+    per_prompt: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # column -> rm -> per-prompt parquets (one per seed)
     ppo_ci: dict[str, dict[str, Interval]] = field(default_factory=dict)  # PPO column -> rm -> gain CI
     ppo_proxy: dict[str, dict[str, ProxyShift]] = field(default_factory=dict)  # PPO column -> rm -> proxy shift
     gain_ci: dict[str, dict[str, Interval]] = field(default_factory=dict)  # gain column -> rm -> CI over prompts
     bon_groups: dict[str, dict[str, BonGroups]] = field(default_factory=dict)  # setting -> rm -> groups
     ppo_groups: dict[str, dict[str, dict[str, GroupGain]]] = field(default_factory=dict)  # PPO column -> rm -> group -> gain
+    ppo_seeds: dict[str, dict[str, SeedGains]] = field(default_factory=dict)  # PPO column -> rm -> per-seed gains (pooled cells)
     records: list[RecordLine] = field(default_factory=list)
     #: Per BoN gain column: do the RMs' gains differ (correlation_table.bon_gain_differences).
     gain_differences: dict[str, dict[str, Any]] | None = None

@@ -54,9 +54,10 @@ from rlexp.analysis.records import (
     short_name,
     upper_bound,
 )
-from rlexp.analysis.study_table import ColumnRoles, Duplicate, StudyContext, StudyTable
+from rlexp.analysis.replicates import replicates, training_setting
+from rlexp.analysis.study_table import ColumnRoles, Duplicate, StudyContext, StudyTable, UpperBound
 from rlexp.errors import ConfigError, DataError
-from rlexp.store import Record
+from rlexp.store import Record, Store
 
 
 def build_table(
@@ -166,11 +167,30 @@ def _choose(found: _Found) -> tuple[dict[tuple[str, str], Cell], list[Duplicate]
             ordered = sorted(recs, key=lambda r: (profile_mode(r) == "none", r.ended), reverse=True)
         else:
             ordered = sorted(recs, key=lambda r: r.ended, reverse=True)
-        chosen[(rm, group)] = Cell(rm, group, ordered)
-        for other in ordered[1:]:
+        # A PPO cell pools its setting's runs over training seeds; another record fills a cell alone.
+        pooled, superseded = replicates(ordered) if ordered[0].task == "ppo" else ([], ordered[1:])
+        chosen[(rm, group)] = Cell(rm, group, ordered, pooled)
+        for other in superseded:
             duplicates.append({"rm": rm, "column": group, "used": ordered[0].id, "superseded": other.id,
                                "task": other.task, "ended": other.ended})
     return chosen, duplicates
+
+
+def _upper_bounds(found: _Found, store: Store) -> tuple[list[UpperBound], set[str]]:
+    """The judge-reward runs as reference lines, one per judge, column group and training setting:
+    PPO runs pooled over training seeds as an RM's PPO cell is, a BoN run alone; and the ids of the
+    records the lines show (an older run of the same seed is superseded)."""
+    groups: dict[tuple[str, str, str], list[Record]] = defaultdict(list)
+    for rec in found.upper:
+        setting = training_setting(rec) if rec.task == "ppo" else rec.id
+        groups[(str(rm_of(rec)), found.setting(rec), setting)].append(rec)
+    bounds: list[UpperBound] = []
+    shown: set[str] = set()
+    for (_, column_group, _), recs in groups.items():
+        kept = replicates(sorted(recs, key=lambda r: r.ended, reverse=True))[0]
+        bounds.append(upper_bound(kept, column_group, store))
+        shown.update(r.id for r in kept)
+    return bounds, shown
 
 
 # ------------------------------------------------------------------------------------------------
@@ -193,7 +213,7 @@ def _check_compatible(chosen: Mapping[tuple[str, str], Cell]) -> list[str]:
                 f"judges ({'; '.join(sorted(judges))}); select records of one judge with records=[...]"
             )
         pool_key = "pool" if group.startswith("bon/") else "baseline_pool"
-        pools = {str(c.record.inputs.get(pool_key)) for c in members}
+        pools = {tuple(sorted(str(r.inputs.get(pool_key)) for r in c.used)) for c in members}
         if len(pools) > 1:
             warnings.append(f"{group}: the RMs' records use {len(pools)} different sample pools ({pool_key})")
     return warnings
@@ -272,7 +292,8 @@ def _context(collection: Collection, found: _Found, chosen: Mapping[tuple[str, s
              frame: pd.DataFrame, *, modes: list[str] | None, k_of: dict[str, int]) -> StudyContext:
     """The context of the table; :func:`build_table` adds the factor summary, duplicates, notes and warnings."""
     bench, down = benchmark_columns(frame.columns), downstream_columns(frame.columns)
-    used = {c.record.id for c in chosen.values()} | set(collection.rm_records) | {r.id for r in found.upper}
+    bounds, shown = _upper_bounds(found, collection.store)
+    used = {r.id for c in chosen.values() for r in c.used} | set(collection.rm_records) | shown
     return StudyContext(
         selection=collection.selection,
         n_rms=len(frame),
@@ -283,7 +304,7 @@ def _context(collection: Collection, found: _Found, chosen: Mapping[tuple[str, s
         columns=ColumnRoles(factors=list(FACTORS), benchmarks=bench, main_benchmarks=main_benchmark_columns(bench),
                             downstream=down, gain=gain_columns(down)),
         data_ids=_data_ids(chosen),
-        upper_bounds=[upper_bound(r, found.setting(r)) for r in found.upper],
+        upper_bounds=bounds,
         curves=dict(rows.curves),
         per_prompt=dict(rows.per_prompt),
         ppo_ci=dict(rows.ppo_ci),
@@ -291,6 +312,7 @@ def _context(collection: Collection, found: _Found, chosen: Mapping[tuple[str, s
         gain_ci=dict(rows.gain_ci),
         bon_groups=dict(rows.bon_groups),
         ppo_groups=dict(rows.ppo_groups),
+        ppo_seeds=dict(rows.ppo_seeds),
         records=[describe(r, used) for r in collection.records],
     )
 
@@ -305,7 +327,7 @@ def _data_ids(chosen: Mapping[tuple[str, str], Cell]) -> dict[str, list[str]]:
         elif group.startswith("bon/"):
             out[group].add(str(rec.inputs.get("pool")))
         else:
-            out[group].add(str(rec.inputs.get("baseline_pool")))
+            out[group].update(str(r.inputs.get("baseline_pool")) for r in cell.used)
     return {k: sorted(v) for k, v in sorted(out.items())}
 
 

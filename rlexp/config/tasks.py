@@ -230,6 +230,12 @@ class StudyGrid:
     # next to the prompt CIs. null = the study's own ``seed`` only. Evaluation, sampling pools and
     # Best-of-N keep the study seed: one pool serves every RM.
     seeds: list[int] | None = None
+    # PPO training seeds with the RMs fixed: every PPO pick and the upper bound run once per seed,
+    # each training its own policy and drawing its own evaluation samples and baseline pool, and the
+    # report pools a pick's seeds per prompt (rlexp/analysis/replicates.py). One run's PPO gain is one
+    # seed's draw: in the sandbox the seed moves it as much as the choice of RM (docs/sandbox.md).
+    # null = one run per pick, at the study's seed. Not combined with ``seeds``.
+    ppo_seeds: list[int] | None = None
     n_jobs: int = 2
     # Decide steps whose record exists in the parent, from the ledger of steps run before with the
     # same code and configs (tasks/study.py StepLedger); false dispatches every step (as before).

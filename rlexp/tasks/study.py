@@ -137,15 +137,16 @@ class StepLedger:
         os.replace(tmp, self.path)
 
 
-def study_seeds(grid: DictConfig | StudyGrid, default: int) -> list[int]:
-    """The training seeds of the grid: ``study.seeds`` (distinct, in order) or ``[default]``."""
-    if grid.seeds is None:
+def study_seeds(grid: DictConfig | StudyGrid, default: int, field: str = "seeds") -> list[int]:
+    """The training seeds of the grid: ``study.<field>`` (distinct, in order) or ``[default]``."""
+    values = getattr(grid, field)
+    if values is None:
         return [default]
-    seeds = [int(s) for s in grid.seeds]
+    seeds = [int(s) for s in values]
     if not seeds:
-        raise ConfigError("study.seeds is empty: give at least one seed, or null for the study's seed")
+        raise ConfigError(f"study.{field} is empty: give at least one seed, or null for the study's seed")
     if len(set(seeds)) != len(seeds):
-        raise ConfigError(f"study.seeds repeats a seed: {seeds}")
+        raise ConfigError(f"study.{field} repeats a seed: {seeds}")
     return seeds
 
 
@@ -161,6 +162,11 @@ class StudyPlan:
             raise ConfigError("study grid is empty: study.lineages, study.mixes and study.epochs need at least one value")
         self.grid = g
         self.seeds = study_seeds(g, int(cfg.seed))  # before any composition: a bad list fails at once
+        # PPO seeds of the study's RMs: None = one run per pick, at the seed of its RM.
+        self.ppo_seeds = None if g.ppo_seeds is None else study_seeds(g, int(cfg.seed), "ppo_seeds")
+        if self.ppo_seeds is not None and len(self.seeds) > 1:
+            raise ConfigError("study.ppo_seeds and study.seeds together: give PPO seeds to a one-seed grid "
+                              "(study.seeds: null), or train the RMs over seeds without study.ppo_seeds")
         self.common = [
             f"paths.root={cfg.paths.root}",
             f"paths.store={cfg.paths.store}",
@@ -272,7 +278,7 @@ def _pool_jobs(plan: StudyPlan) -> tuple[list[Job], dict[tuple[str, str, int | N
     pool_of: dict[tuple[str, str, int | None], str] = {}
     for task in ("bon", "ppo") if g.ppo else ("bon",):
         # PPO's upper bound runs once, at the study's seed (None), beside each training seed's runs.
-        seeds: list[int | None] = [None] if task == "bon" or len(plan.seeds) == 1 else [None, *plan.seeds]
+        seeds: list[int | None] = [None] if task == "bon" else _ppo_seeds(plan) or [None]
         for ps in g.prompt_sets:
             for seed in seeds:
                 reader = plan.step(task, "", [inputs.UNUSED_RM, f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"],
@@ -286,6 +292,14 @@ def _pool_jobs(plan: StudyPlan) -> tuple[list[Job], dict[tuple[str, str, int | N
                     seen[sample] = key
                 pool_of[(task, ps, seed)] = seen[sample]
     return list(jobs.values()), pool_of
+
+
+def _ppo_seeds(plan: StudyPlan) -> list[int | None]:
+    """The seeds PPO's baseline pools are drawn at besides the study's (None): each PPO seed's, else
+    each training seed's (empty for a one-seed grid)."""
+    if plan.ppo_seeds is not None:
+        return [None, *plan.ppo_seeds]
+    return [] if len(plan.seeds) == 1 else [None, *plan.seeds]
 
 
 def _reader(plan: StudyPlan, task: str, key: str, rm_key: str | None, pool: str, ov: list[str],
@@ -305,12 +319,17 @@ def _downstream_jobs(plan: StudyPlan, trains: list[Job],
         for pick in g.ppo:
             for seed in plan.seeds:
                 rm_key = plan.seeded(f"train_rm/{pick.model}/{pick.data}/e{float(pick.epochs):g}", seed)
-                sd = None if len(plan.seeds) == 1 else seed
-                ppo.append(_reader(plan, "ppo", f"ppo/{rm_key}/{ps}", rm_key, pool_of[("ppo", ps, sd)], ov, sd))
+                if plan.ppo_seeds is None:
+                    sd = None if len(plan.seeds) == 1 else seed
+                    ppo.append(_reader(plan, "ppo", f"ppo/{rm_key}/{ps}", rm_key, pool_of[("ppo", ps, sd)], ov, sd))
+                for t in plan.ppo_seeds or []:
+                    ppo.append(_reader(plan, "ppo", f"ppo/{rm_key}/{ps}/s{t}", rm_key, pool_of[("ppo", ps, t)], ov, t))
         if g.ppo and g.ppo_upper_bound:
             judge = "rubric" if ps == "personalized" else "verifier"
-            ppo.append(_reader(plan, "ppo", f"ppo/upper_bound/{ps}", None, pool_of[("ppo", ps, None)],
-                               [f"rm=judge:{judge}", f"model={g.policy}", f"prompts={ps}"]))
+            for t in plan.ppo_seeds or [None]:
+                key = f"ppo/upper_bound/{ps}" + ("" if t is None else f"/s{t}")
+                ppo.append(_reader(plan, "ppo", key, None, pool_of[("ppo", ps, t)],
+                                   [f"rm=judge:{judge}", f"model={g.policy}", f"prompts={ps}"], t))
     evals: list[Job] = []
     bon: list[Job] = []
     for train in trains:

@@ -42,6 +42,7 @@ class FakeStudy:
     records: dict[str, list[str]] = field(default_factory=dict)  # task -> ids
     by_rm: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # rm -> task -> ids
     expected: dict[str, dict[str, float]] = field(default_factory=dict)  # rm -> column -> value
+    ppo_seed_gains: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # rm -> PPO column -> gain per seed
 
     def add(self, rec: Record, rm: str | None = None) -> Record:
         self.store.put(rec)
@@ -122,8 +123,11 @@ def agreement(i: int) -> dict[str, Any]:
 
 def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: str = EXP,
           rb2_data: str = RB2_DATA, downstream: bool = True, duplicate: bool = True, tag: str = "",
-          comparison: bool = False, train_seeds: tuple[int, ...] = (0,)) -> FakeStudy:
-    """``train_seeds``: every RM spec is trained once per seed (seed 0 keeps the one-seed study's ids)."""
+          comparison: bool = False, train_seeds: tuple[int, ...] = (0,), ppo_seeds: tuple[int, ...] = (0,)) -> FakeStudy:
+    """``train_seeds``: every RM spec is trained once per seed (seed 0 keeps the one-seed study's ids).
+    ``ppo_seeds``: every PPO run (and the upper bound) once per seed with the RM fixed, as
+    ``study.ppo_seeds`` runs them (seed 0 keeps the one-seed study's ids); ``expected`` then holds
+    each PPO column's mean over the seeds and ``ppo_seed_gains`` each seed's gain."""
     rng = np.random.default_rng(seed)
     clock = _Clock()
     study = FakeStudy(store)
@@ -198,29 +202,38 @@ def build(store: Store, *, seed: int = 0, specs: tuple = RM_SPECS, experiment: s
             exp[f"bon/{prompts}/gain@16"] = curve["16"]["gain"]
             exp[f"bon/{prompts}/ngain@16"] = curve["16"]["normalised_gain"]
             match = lineage == POLICY
-            gain = 0.4 * q - (0.0 if match else 0.12) + rng.normal(0, 0.01)
-            pid = content_hash({"task": "ppo", "key": ("ppo", experiment, run_tag, i, prompts)})
-            study.add(_record("ppo", ("ppo", experiment, run_tag, i, prompts), clock, experiment=experiment,
-                              artifacts={"per_prompt": _ppo_per_prompt(store, pid, rng, gain)},
-                              config={"rm": rid, "prompts": {"name": prompts}, "algorithm": "ppo",
-                                      "model": {"lineage": POLICY}},
-                              inputs={"policy": "pol", "rm": rid, "train_prompts": f"t-{prompts}",
-                                      "baseline_pool": f"base-{prompts}"},
-                              # The RM's score of the held-out samples rises on every other run.
-                              metrics={"gain": gain, "gain_ci": [gain - 0.03, gain + 0.03], "gold_before": 0.4,
-                                       "gold_after": 0.4 + gain, "proxy_before": 0.1 * i,
-                                       "proxy_after": 0.1 * i + (0.5 if i % 2 else -0.2), "final_kl": 1.0 + i,
-                                       **({"by_group": ppo_by_group(i)} if prompts == "general" else {})},
-                              info={"rm": {"id": rid, "lineage": lineage}, "policy_lineage": POLICY,
-                                    "lineage_match": match,
-                                    "judge": {"name": "rubric" if prompts == "personalized" else "verifier"}}), rid)
-            exp[f"ppo/{prompts}/gain"] = gain
-    if downstream:  # the PPO upper bound with the gold judge as reward: shown, never correlated
-        study.add(_record("ppo", ("ppo-judge", experiment, tag), clock, experiment=experiment,
-                          config={"rm": "judge:rubric", "prompts": {"name": "personalized"}, "algorithm": "ppo"},
+            gains = []
+            for ppo_seed in ppo_seeds:
+                gain = 0.4 * q - (0.0 if match else 0.12) + rng.normal(0, 0.01)
+                key = ("ppo", experiment, run_tag, i, prompts) + ((ppo_seed,) if ppo_seed else ())
+                pid = content_hash({"task": "ppo", "key": key})
+                study.add(_record("ppo", key, clock, experiment=experiment,
+                                  artifacts={"per_prompt": _ppo_per_prompt(store, pid, rng, gain)},
+                                  config={"rm": rid, "prompts": {"name": prompts}, "algorithm": "ppo",
+                                          "model": {"lineage": POLICY}, "seed": ppo_seed},
+                                  inputs={"policy": "pol", "rm": rid, "train_prompts": f"t-{prompts}",
+                                          "baseline_pool": f"base-{prompts}" + (f"-s{ppo_seed}" if ppo_seed else "")},
+                                  # The RM's score of the held-out samples rises on every other run.
+                                  metrics={"gain": gain, "gain_ci": [gain - 0.03, gain + 0.03], "gold_before": 0.4,
+                                           "gold_after": 0.4 + gain, "proxy_before": 0.1 * i,
+                                           "proxy_after": 0.1 * i + (0.5 if i % 2 else -0.2), "final_kl": 1.0 + i,
+                                           **({"by_group": ppo_by_group(i)} if prompts == "general" else {})},
+                                  info={"rm": {"id": rid, "lineage": lineage}, "policy_lineage": POLICY,
+                                        "lineage_match": match,
+                                        "judge": {"name": "rubric" if prompts == "personalized" else "verifier"}}), rid)
+                gains.append(gain)
+            exp[f"ppo/{prompts}/gain"] = float(np.mean(gains))
+            study.ppo_seed_gains.setdefault(rid, {})[f"ppo/{prompts}/gain"] = gains
+    for ppo_seed in ppo_seeds if downstream else ():  # the PPO upper bound with the gold judge as reward: never correlated
+        key = ("ppo-judge", experiment, tag) + ((ppo_seed,) if ppo_seed else ())
+        gain = 0.45 + 0.01 * ppo_seed
+        pooled = len(ppo_seeds) > 1  # per-prompt gains to pool (the one-seed study's record has none)
+        per_prompt = {"per_prompt": _ppo_per_prompt(store, content_hash({"task": "ppo", "key": key}), rng, gain)} if pooled else {}
+        study.add(_record("ppo", key, clock, experiment=experiment, artifacts=per_prompt,
+                          config={"rm": "judge:rubric", "prompts": {"name": "personalized"}, "algorithm": "ppo", "seed": ppo_seed},
                           inputs={"policy": "pol", "rm": "judge:rubric", "train_prompts": "t-personalized",
-                                  "baseline_pool": "base-personalized"},
-                          metrics={"gain": 0.45, "gain_ci": [0.0, 0.9], "gold_before": 0.4, "gold_after": 0.85},
+                                  "baseline_pool": "base-personalized" + (f"-s{ppo_seed}" if ppo_seed else "")},
+                          metrics={"gain": gain, "gain_ci": [0.0, 0.9], "gold_before": 0.4, "gold_after": 0.4 + gain},
                           info={"rm": {"id": "judge:rubric", "lineage": None}, "policy_lineage": POLICY,
                                 "lineage_match": False, "judge": {"name": "rubric"}}))
     return study

@@ -452,3 +452,51 @@ def test_report_compares_same_and_other_lineage_ppo_gains() -> None:
                 f"{fmt_num(m['gain'])} [{fmt_num(m['gain_ci'][0])}, {fmt_num(m['gain_ci'][1])}] | {fmt_num(m['final_kl'])} |") in proxy
     d = record.metrics["ppo_lineage"]["ppo/general/gain"]
     assert f"| ppo/general/gain | {fmt_num(d['same']['gain'])} [{fmt_num(d['same']['ci'][0])}, " in section
+
+
+def test_ppo_runs_over_training_seeds_are_pooled_per_prompt() -> None:
+    """Every PPO run and the upper bound with seeds 0, 1 and 2 (the study's ``study.ppo_seeds``), plus an
+    older run of one seed: each RM's PPO cell pools its three seeds, per prompt, into one gain with a CI
+    over prompts; the older run of a seed is superseded, no seed is; the correlations, the RMs'
+    gain differences and the upper bound read the pooled gains; appendix D shows each seed's gain."""
+    from rlexp.analysis.replicates import per_prompt_gains
+    from rlexp.downstream.bon_math import bootstrap_ci
+    from tests.analysis._fake_study import _Clock, _record
+
+    cfg = _cfg(f"select_experiment={EXP}", "n_boot=200")
+    store = _store(cfg)
+    study = build(store, ppo_seeds=(0, 1, 2))
+    rm0 = study.rms[0]
+    # An older run of seed 1 for the first RM (ended before every other record): superseded by the newer one.
+    clock = _Clock()
+    clock.t -= 10_000
+    old = _record("ppo", ("old-ppo", 1), clock, config={"rm": rm0, "prompts": {"name": "general"}, "algorithm": "ppo",
+                                                       "model": {"lineage": "tiny_llama"}, "seed": 1},
+                  inputs={"policy": "pol", "rm": rm0, "train_prompts": "t-general", "baseline_pool": "base-general-s1"},
+                  metrics={"gain": 9.0, "gain_ci": [8.0, 10.0]}, info={"judge": {"name": "verifier"}, "policy_lineage": "tiny_llama"})
+    study.add(old, rm0)
+    out = _outputs(store, run(cfg))
+    table = pd.read_csv(out / "table.csv", index_col=0)
+    context = json.loads((out / "context.json").read_text())
+    for rm in study.rms:
+        for col in ("ppo/general/gain", "ppo/personalized/gain"):
+            seeds = study.ppo_seed_gains[rm][col]
+            assert table.at[rm, col] == pytest.approx(np.mean(seeds), abs=1e-12)
+            assert context["ppo_seeds"][col][rm] == {"seeds": [0, 1, 2], "gains": pytest.approx(seeds)}
+            files = context["per_prompt"][col][rm]
+            assert len(files) == 3
+            pooled = per_prompt_gains(files).to_numpy()
+            assert list(context["gain_ci"][col][rm]) == pytest.approx(list(bootstrap_ci(pooled, n_boot=1000, seed=0)))
+    assert [d["superseded"] for d in context["duplicates"] if d["task"] == "ppo"] == [old.id]
+    # The upper bound: one line for the three judge runs, their pooled gain.
+    (upper,) = context["upper_bounds"]
+    assert upper["gain"] == pytest.approx(np.mean([0.45, 0.46, 0.47]), abs=1e-12) and upper["seeds"]["seeds"] == [0, 1, 2]
+    # Correlations and the gain differences use the pooled gains.
+    corr = pd.read_csv(out / "correlations.csv")
+    row = corr[(corr["benchmark"] == "rb2/overall") & (corr["downstream"] == "ppo/general/gain") & (corr["statistic"] == "spearman")]
+    expected = stats.spearmanr(table["rb2/overall"], table["ppo/general/gain"]).statistic
+    assert float(row["value"].iloc[0]) == pytest.approx(expected)
+    best = context["gain_differences"]["ppo/general/gain"]["best"]
+    assert best["gain"] == pytest.approx(table["ppo/general/gain"].max()) and best["rm"] == table["ppo/general/gain"].idxmax()
+    report_md = (out / "report.md").read_text()
+    assert "| training seeds |" in report_md and "3: " + " / ".join(fmt_num(g) for g in study.ppo_seed_gains[rm0]["ppo/general/gain"]) in report_md

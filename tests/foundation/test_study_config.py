@@ -159,3 +159,40 @@ def test_a_second_seed_adds_only_its_own_steps(root: Path) -> None:
     assert sorted(k.split("/", 1)[0] for k in added) == sorted(["train_rm"] * 4 + ["evaluate"] * 4 + ["bon"] * 4
                                                               + ["ppo"] * 2 + ["sample"])
     assert all(k.endswith("/s1") or "/s1/" in k for k in added)
+
+
+def test_ppo_seeds_add_ppo_runs_only(root: Path) -> None:
+    """`study.ppo_seeds=[0,1,2]` on the quick grid with its upper bound: seed 0's PPO runs are the
+    one-seed study's records, and seeds 1 and 2 add only PPO runs (the two picks and the upper bound,
+    each seed's) and their baseline pool; the RMs, evaluations and Best-of-N stay as they were.
+    Combined with `study.seeds`, or empty, it is one line before any work."""
+    from omegaconf import OmegaConf
+
+    from rlexp.job_graph import run_jobs
+    from rlexp.runtime import compose_task
+    from rlexp.store import record_id
+    from rlexp.tasks.study import Step, StudyPlan, study_jobs
+
+    def record_ids(*overrides: str) -> dict[str, str]:
+        grid = ["experiment=quick", "logger=none", "study.mixes=[general,personal]", "study.prompt_sets=[general]",
+                "study.extra_benchmarks=[]", "study.eval_profiles=[planner]", "study.ppo_upper_bound=true", *overrides]
+        plan = StudyPlan(compose_task("study", grid))
+
+        def would_write(step: Step) -> tuple[str, None]:
+            return record_id(step.task, OmegaConf.to_container(step.config(), resolve=True)), None
+
+        return {key: str(rid) for key, (rid, _) in run_jobs(study_jobs(plan), would_write, 1).items()}
+
+    one, three = record_ids(), record_ids("study.ppo_seeds=[0,1,2]")
+    assert set(one.values()) <= set(three.values())
+    added = sorted(key for key, rid in three.items() if rid not in set(one.values()))
+    assert [k.split("/", 1)[0] for k in added] == ["ppo"] * 6 + ["sample"] * 2
+    assert sorted(k.rsplit("/", 1)[-1] for k in added) == ["s1"] * 4 + ["s2"] * 4
+    assert {three["ppo/upper_bound/general/s0"], three["ppo/train_rm/tiny_llama/personal/e1/general/s0"]} <= set(one.values())
+
+    for bad, says in (("study.ppo_seeds=[]", "study.ppo_seeds is empty"),
+                      ("study.ppo_seeds=[1,1]", "study.ppo_seeds repeats a seed"),
+                      ("study.seeds=[0,1] study.ppo_seeds=[0,1]", "study.ppo_seeds and study.seeds together")):
+        out = _study("experiment=quick", *bad.split())
+        assert out.returncode == 2 and out.stderr.strip().count("\n") == 0 and says in out.stderr, out.stderr
+    assert not (root / "runs" / "records").exists()

@@ -1,0 +1,98 @@
+"""PPO gains pooled over training seeds (docs/sandbox.md, "PPO over three training seeds").
+
+A store's PPO records that differ only in ``seed`` (the same RM or judge, prompt set, policy and
+settings) are one PPO setting run several times: each seed trains its own policy and draws its own
+evaluation samples and baseline pool. Per setting this prints each seed's gain, their mean and SD,
+and the pooled gain (per prompt, the mean of the seeds' gains) with two 95% CIs: resampling prompts
+with the seeds fixed (what one run's CI is, over more runs), and resampling seeds and then prompts
+(a two-level bootstrap, which also counts how the seeds' policies differ as a whole). Per prompt set
+it then asks whether the settings' pooled gains differ (Friedman over prompts). Nothing is trained,
+sampled or scored.
+
+    RLEXP_ROOT=/path/to/store python perf/ppo_seeds.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+N_BOOT = 4000
+
+
+def _setting(rec) -> str:
+    """What determines a PPO record's result but its seed (and the baseline pool the seed draws)."""
+    from rlexp.store import result_config
+
+    config = {k: v for k, v in result_config(rec.config, "ppo").items() if k != "seed"}
+    inputs = {k: v for k, v in rec.inputs.items() if k != "baseline_pool"}
+    return json.dumps([config, inputs], sort_keys=True, default=str)
+
+
+def _two_level_ci(gains: np.ndarray, rng: np.random.Generator) -> tuple[float, float]:
+    """95% CI of the pooled gain resampling seeds (rows), then prompts (columns), with replacement."""
+    seeds, prompts = gains.shape
+    means = np.empty(N_BOOT)
+    for b in range(N_BOOT):
+        rows = gains[rng.integers(0, seeds, size=seeds)]
+        means[b] = rows[:, rng.integers(0, prompts, size=prompts)].mean()
+    lo, hi = np.quantile(means, [0.025, 0.975])
+    return float(lo), float(hi)
+
+
+def _rm_name(store, rm: str) -> str:
+    """``<lineage> <mix> e<epochs>`` of a study RM, from its train_rm record."""
+    from rlexp.analysis.records import factors
+
+    f = factors(store.get(rm, "train_rm"))
+    return f"{f['lineage']} {f['mix']} e{float(f['epochs']):g}"
+
+
+def main() -> None:
+    if len(sys.argv) != 1 or "RLEXP_ROOT" not in os.environ:
+        sys.exit(__doc__)
+    import pandas as pd
+    from scipy import stats
+
+    from rlexp.downstream.bon_math import bootstrap_ci
+    from rlexp.store import Store
+
+    store = Store(os.path.join(os.environ["RLEXP_ROOT"], "runs"))
+    settings: dict[str, list] = defaultdict(list)
+    for rec in store.records("ppo"):
+        settings[_setting(rec)].append(rec)
+    by_set: dict[str, dict[str, pd.Series]] = defaultdict(dict)
+    print(f"{'prompts':<13}{'reward':<22}{'seeds':>6}  {'gain per seed':<26}{'SD':>6}{'pooled':>8}"
+          f"  {'CI, prompts':<18}  {'CI, seeds x prompts':<18}")
+    for recs in sorted(settings.values(), key=lambda rs: (rs[0].config["prompts"]["name"], str(rs[0].config["rm"]))):
+        recs = sorted(recs, key=lambda r: int(r.config["seed"]))
+        frames = [pd.read_parquet(store.resolve(r.artifacts["per_prompt"])).set_index("prompt_id")["gain"] for r in recs]
+        shared = pd.concat(frames, axis=1).dropna()
+        gains = shared.to_numpy().T  # [seeds, shared prompts]
+        pooled = gains.mean(axis=0)
+        lo, hi = bootstrap_ci(pooled, n_boot=N_BOOT, seed=0)
+        lo2, hi2 = _two_level_ci(gains, np.random.default_rng(0)) if len(recs) > 1 else (lo, hi)
+        per_seed = " / ".join(f"{g:+.3f}" for g in gains.mean(axis=1))
+        sd = gains.mean(axis=1).std(ddof=1) if len(recs) > 1 else float("nan")
+        ps, rm = recs[0].config["prompts"]["name"], str(recs[0].config["rm"])
+        label = rm if rm.startswith("judge:") else _rm_name(store, rm)
+        print(f"{ps:<13}{label:<22}{len(recs):>6}  {per_seed:<26}{sd:>6.3f}{pooled.mean():>+8.3f}"
+              f"  [{lo:+.3f}, {hi:+.3f}]  [{lo2:+.3f}, {hi2:+.3f}]")
+        if not rm.startswith("judge:"):
+            by_set[ps][label] = pd.Series(pooled, index=shared.index)
+    for ps, cols in sorted(by_set.items()):
+        frame = pd.DataFrame(cols).dropna()
+        if frame.shape[1] >= 3:
+            stat, p = stats.friedmanchisquare(*(frame[c].to_numpy() for c in frame.columns))
+            print(f"{ps}: do the {frame.shape[1]} RMs' pooled gains differ? Friedman chi2 {stat:.1f}, p = {p:.2g}")
+
+
+if __name__ == "__main__":
+    main()
