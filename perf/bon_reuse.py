@@ -22,6 +22,7 @@ def main() -> None:
     limit_arg = f"prompts.limit={limit or 'null'}"
     pool_args = [limit_arg, "sampling.n=16", "n_boot=200"]
     use_root("bon")
+    from rlexp.runtime import quote
     from rlexp.tasks import bon, sample, train_rm
 
     rms = [train_rm.run(compose("train_rm", "model=tiny_llama", "data=general", "data.max_rows=300", f"seed={s}")).id
@@ -31,7 +32,7 @@ def main() -> None:
     # rlexp: one pool, 8 RMs (pool sampled once, each RM scores it once).
     t0 = time.perf_counter()
     for rid in rms:
-        bon.run(compose("bon", f"rm={rid}", "prompts=general", f"seed={run_seed}", *pool_args))
+        bon.run(compose("bon", f"rm={quote(rid)}", "prompts=general", f"seed={run_seed}", *pool_args))
     t_rlexp = time.perf_counter() - t0
 
     # By hand: generate once, score 8 times (the lower bound of any plan).
@@ -58,7 +59,7 @@ def main() -> None:
     # Naive: a fresh pool for every RM.
     t0 = time.perf_counter()
     for i, rid in enumerate(rms):
-        bon.run(compose("bon", f"rm={rid}", "prompts=general", f"seed={run_seed + 100 + i}", *pool_args))
+        bon.run(compose("bon", f"rm={quote(rid)}", "prompts=general", f"seed={run_seed + 100 + i}", *pool_args))
     t_naive = time.perf_counter() - t0
 
     print(f"pool: {len(prompts)} prompts x 16 samples")

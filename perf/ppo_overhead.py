@@ -25,12 +25,13 @@ def main() -> None:
     from rlexp import inputs
     from rlexp.downstream import ppo as adapter
     from rlexp.models.loading import load_causal_lm, load_reward_model, load_tokenizer
+    from rlexp.runtime import quote
     from rlexp.scoring.factory import reward_scorer
     from rlexp.store import Store
     from rlexp.tasks import train_rm
 
     rid = train_rm.run(compose("train_rm", "model=tiny_llama", "data=general", "data.max_rows=400")).id
-    cfg = compose("ppo", f"rm={rid}", "prompts=general", "profile=none")
+    cfg = compose("ppo", f"rm={quote(rid)}", "prompts=general", "profile=none")
     policy_path, _, _ = inputs.policy(cfg)
     prompts, _ = inputs.prompt_set(cfg, split="train")
     tok = load_tokenizer(policy_path, padding_side="left")

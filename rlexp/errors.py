@@ -22,3 +22,15 @@ class DataError(RlexpError):
 
 class StoreError(RlexpError):
     """The run store is unusable or a referenced record is missing."""
+
+
+def misread_as_number(ref: str) -> str:
+    """A hint for a record reference Hydra turned into a number (empty when ``ref`` is not one)."""
+    try:
+        float(ref)
+    except ValueError:
+        return ""
+    if ref.isdigit():
+        return ""  # all-digit ids keep their digits
+    return ("; an unquoted id of digits and one 'e' (e.g. 3476e31901852042) is read as a number: "
+            "quote it, rm='3476e31901852042'")

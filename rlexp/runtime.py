@@ -183,6 +183,12 @@ def compose_task(task: str, overrides: list[str]) -> DictConfig:
         raise ConfigError(f"{task}: {one_line(exc)}{cause}") from None
 
 
+def quote(value: str) -> str:
+    """An override value Hydra keeps as this very string. Unquoted, a record id of digits and one
+    ``e`` (``3476e31901852042``, about one id in a thousand) is read as a number (``inf``)."""
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def report_error(task: str, exc: BaseException) -> None:
     """Print a task's error as one line on stderr."""
     print(f"rlexp {task}: error: {one_line(exc)}", file=sys.stderr)

@@ -19,7 +19,7 @@ from typing import Any
 from rlexp.analysis.columns import DESIGN_FACTORS, FACTORS
 from rlexp.analysis.study_table import RecordLine, UpperBound
 from rlexp.analysis.values import factor_value, score_or_none
-from rlexp.errors import ConfigError, DataError
+from rlexp.errors import ConfigError, DataError, misread_as_number
 from rlexp.store import Record, Store
 
 #: Tasks whose records carry benchmark or downstream results of one RM.
@@ -113,7 +113,8 @@ def _find_ids(store: Store, record_ids: Sequence[str]) -> dict[str, Record]:
     for ref in record_ids:
         rec = store.find(str(ref))
         if rec is None:
-            raise DataError(f"record {ref!r} not found (or the prefix is ambiguous) in store {store.root}")
+            raise DataError(f"record {ref!r} not found (or the prefix is ambiguous) in store {store.root}"
+                            f"{misread_as_number(str(ref))}")
         found[rec.id] = rec
     return found
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from rlexp import inputs
 from rlexp.errors import ConfigError
-from rlexp.runtime import compose_task
+from rlexp.runtime import compose_task, quote
 from rlexp.sandbox.probes import ProbePair, probe_families
 from rlexp.scorer import ScoreInput
 from rlexp.scoring.factory import reward_scorer
@@ -24,7 +24,7 @@ from rlexp.store import Store
 
 def accuracies(rm_ref: str, overrides: list[str], families: dict[str, list[ProbePair]]) -> dict[str, dict[str, float]]:
     """Pairwise accuracy and pair count per probe family for one RM (a record id, folder or hub id)."""
-    cfg = compose_task("evaluate", [f"rm={rm_ref}", "logger=none", *overrides])
+    cfg = compose_task("evaluate", [f"rm={quote(rm_ref)}", "logger=none", *overrides])
     scorer = reward_scorer(inputs.rm(rm_ref, Store(cfg.paths.store)), cfg.scorer, cfg.profile)
     flat = [pair for pairs in families.values() for pair in pairs]
     better = scorer.score([ScoreInput(p.prompt, p.better) for p in flat])

@@ -34,7 +34,7 @@ from rlexp.data.schemas import PromptItem
 from rlexp.downstream.pool_scoring import pool_matrix, score_pool_texts
 from rlexp.downstream.sampling import HFSampler, Sampler, write_pool
 from rlexp.downstream.vllm_sampler import VLLMSampler
-from rlexp.errors import ConfigError
+from rlexp.errors import ConfigError, misread_as_number
 
 # The sandbox worlds and data references live in worlds.py; tasks reach them through this package.
 from rlexp.inputs import worlds
@@ -328,6 +328,8 @@ def rm(ref: str, store: Store) -> RMRef:
             raise ConfigError(f"record {record.id} ({record.task}) has no model artifact")
         lineage_name = record.info.get("lineage", {}).get("lineage")
         return RMRef(str(store.resolve(record.artifacts["model"])), record.id, lineage_name, record.id)
+    if (hint := misread_as_number(ref)) and not Path(ref).exists():
+        raise ConfigError(f"rm={ref!r} is no record, folder or hub id{hint}")
     if is_local(ref):
         path = check_model_dir(Path(ref).expanduser())
         return RMRef(str(path.resolve()), str(path.resolve()), None, None)

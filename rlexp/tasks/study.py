@@ -30,7 +30,7 @@ from rlexp.config import CONF_DIR
 from rlexp.config.tasks import StudyGrid
 from rlexp.errors import ConfigError, RlexpError
 from rlexp.job_graph import Job, KindClock, Result, run_jobs
-from rlexp.runtime import compose_task, hydra_entry, one_line
+from rlexp.runtime import compose_task, hydra_entry, one_line, quote
 from rlexp.scoring.factory import check_gold_judge
 from rlexp.store import Record, Store, content_hash
 from rlexp.tasks import correlate
@@ -306,7 +306,7 @@ def _reader(plan: StudyPlan, task: str, key: str, rm_key: str | None, pool: str,
             seed: int | None = None) -> Job:
     """A BoN or PPO job: it waits for its RM (``rm_key``, None for a gold judge) and its pool."""
     needs = (rm_key, pool) if rm_key else (pool,)
-    return Job(key, needs, lambda ids: plan.step(task, key, ([f"rm={ids[rm_key]}"] if rm_key else []) + ov, seed=seed))
+    return Job(key, needs, lambda ids: plan.step(task, key, ([f"rm={quote(ids[rm_key])}"] if rm_key else []) + ov, seed=seed))
 
 
 def _downstream_jobs(plan: StudyPlan, trains: list[Job],
@@ -336,7 +336,7 @@ def _downstream_jobs(plan: StudyPlan, trains: list[Job],
         for i, mode in enumerate(g.eval_profiles):
             ov = [f"benchmark={'both' if i == 0 else 'prb'}", f"profile={mode}"]
             key = f"evaluate/{train.key}/{mode}"
-            evals.append(Job(key, (train.key,), lambda ids, k=key, t=train.key, o=ov: plan.step("evaluate", k, [f"rm={ids[t]}", *o])))
+            evals.append(Job(key, (train.key,), lambda ids, k=key, t=train.key, o=ov: plan.step("evaluate", k, [f"rm={quote(ids[t])}", *o])))
         for bench in g.extra_benchmarks:
             key = f"evaluate/{train.key}/{bench}"
             evals.append(Job(key, (train.key,), lambda ids, k=key, t=train.key, b=bench: _extra_benchmark(plan, k, ids[t], b)))
@@ -348,7 +348,7 @@ def _downstream_jobs(plan: StudyPlan, trains: list[Job],
 
 def _extra_benchmark(plan: StudyPlan, key: str, rid: str, bench: str) -> Step:
     # An extra benchmark names its own preset: a study-wide `benchmark=` override is for RB2/PRB.
-    step = plan.step("evaluate", key, [f"rm={rid}"])
+    step = plan.step("evaluate", key, [f"rm={quote(rid)}"])
     return Step("evaluate", key, [o for o in step.overrides if not o.startswith("benchmark=")] + [f"benchmark={bench}"])
 
 
@@ -356,7 +356,7 @@ def _correlate(cfg: DictConfig, plan: StudyPlan, results: Results, rms: dict[str
     """Correlate what finished, and say what did not."""
     record_ids = sorted({rid for rid, _ in results.values() if rid})
     failed = {k: e for k, (_, e) in results.items() if e}
-    corr_overrides = [f"records=[{','.join(record_ids)}]"] + ([f"k={cfg.k}"] if cfg.k else [])
+    corr_overrides = [f"records=[{','.join(map(quote, record_ids))}]"] + ([f"k={cfg.k}"] if cfg.k else [])
     record = correlate.run(plan.config("correlate", corr_overrides))
     report = Store(cfg.paths.store).resolve(record.artifacts.get("report", ""))
     if failed:

@@ -196,3 +196,33 @@ def test_ppo_seeds_add_ppo_runs_only(root: Path) -> None:
         out = _study("experiment=quick", *bad.split())
         assert out.returncode == 2 and out.stderr.strip().count("\n") == 0 and says in out.stderr, out.stderr
     assert not (root / "runs" / "records").exists()
+
+
+def test_record_ids_that_read_as_numbers_reach_the_steps_as_strings(root: Path) -> None:
+    """About one record id in a thousand is digits and one `e` (3476e31901852042), which Hydra reads as
+    a float (`inf`) when unquoted: the study quotes every id it passes (each RM to its evaluations,
+    Best-of-N and PPO runs; the records to correlate), and a hand-typed one gets a hint."""
+    from rlexp.job_graph import run_jobs
+    from rlexp.runtime import compose_task, quote
+    from rlexp.tasks.study import StudyPlan, study_jobs
+
+    plan = StudyPlan(compose_task("study", ["experiment=quick", "logger=none"]))
+    ids, rms = {}, {}
+
+    def run(step):
+        ids[step.key] = f"{len(ids):04d}e{len(ids):011d}"
+        cfg = step.config()
+        if step.task in ("evaluate", "bon", "ppo"):
+            rms[step.key] = str(cfg.rm)
+        return ids[step.key], None
+
+    out = run_jobs(study_jobs(plan), run, 1)
+    assert all(rid for rid, _ in out.values())
+    trained = {v for k, v in ids.items() if k.startswith("train_rm/")}
+    readers = {k: v for k, v in rms.items() if not v.startswith("judge:")}
+    assert len(readers) > 10 and set(readers.values()) <= trained
+    corr = compose_task("correlate", ["logger=none", f"records=[{','.join(map(quote, sorted(trained)))}]"])
+    assert list(corr.records) == sorted(trained)
+
+    bon = subprocess.run(rlexp_cmd("bon", "logger=none", "rm=3476e31901852042"), capture_output=True, text=True, timeout=120)
+    assert bon.returncode == 2 and "quote it, rm='3476e31901852042'" in bon.stderr, bon.stderr
