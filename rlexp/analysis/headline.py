@@ -24,7 +24,7 @@ import pandas as pd
 
 from rlexp.analysis.columns import gain_columns, main_benchmark_columns
 from rlexp.analysis.correlation import MIN_ITEMS, MIN_TESTABLE, spearman
-from rlexp.analysis.study_table import Interval, StudyTable
+from rlexp.analysis.study_table import Interval, SeedGains, StudyTable
 from rlexp.analysis.values import is_missing, none_if_missing
 
 #: Factors that identify one training configuration apart from its seed.
@@ -147,6 +147,18 @@ def seed_spread(table: pd.DataFrame, columns: Sequence[str]) -> dict[str, dict[s
     return out
 
 
+def ppo_seed_spread(ppo_seeds: Mapping[str, Mapping[str, SeedGains]]) -> dict[str, dict[str, Any]]:
+    """:func:`seed_spread` of the PPO columns pooled over training seeds with the RM fixed
+    (``study.ppo_seeds``; :attr:`StudyContext.ppo_seeds`): each RM's own seeds are one configuration."""
+    out: dict[str, dict[str, Any]] = {}
+    for col, per_rm in ppo_seeds.items():
+        repeated = [v["gains"] for v in per_rm.values() if len(v["gains"]) >= 2]
+        if repeated:
+            sd = float(math.sqrt(np.mean([np.var(g, ddof=1) for g in repeated])))
+            out[col] = {"sd": sd, "configs": len(repeated), "seeds": max(len(g) for g in repeated)}
+    return out
+
+
 def _corr_row(corr: pd.DataFrame, b: str, d: str, stat: str) -> Mapping[str, Any] | None:
     if corr.empty:
         return None
@@ -230,10 +242,10 @@ def findings(rows: Sequence[Mapping[str, Any]], spec: HeadlineSpec, gain_ci: Map
         out.append("Seed-to-seed SD of the downstream gains, next to the mean half-width of one RM's prompt CI: "
                    + "; ".join(f"`{c}` {_fmt(v['sd'], 3)} vs {_fmt(half.get(c), 3)} ({v['configs']} configurations × "
                                f"{v['seeds']} seeds)" for c, v in sds.items())
-                   + ". Where the seed SD is comparable, one seed per configuration understates the uncertainty.")
+                   + ". Where the seed SD is comparable, a CI over prompts alone (one seed, or seeds pooled and held fixed) understates the uncertainty.")
     else:
         out.append("Every configuration ran with one seed, so the CIs cover prompt and RM resampling only, not "
-                   "training variance (set `study.seeds` to measure it).")
+                   "training variance (set `study.seeds` to measure it, or `study.ppo_seeds` for PPO alone).")
     return out[:5]
 
 
@@ -256,6 +268,9 @@ def summarise(study: StudyTable, corr: pd.DataFrame, *, prb_mode: str | None,
     ndcg_name = ndcg_names[0] if ndcg_names else None
     subgroups = subgroup_correlations(table, spec, alpha)
     spread = seed_spread(table, [*spec.benchmarks, *spec.downstream])
+    for col, pooled in ppo_seed_spread(study.context.ppo_seeds or {}).items():
+        if col in spec.downstream and (spread.get(col) or {}).get("sd") is None:
+            spread[col] = pooled
     rows = headline_rows(corr, spec, subgroups, spread, ndcg_name=ndcg_name, alpha=alpha)
     return {"spec": asdict(spec), "ndcg": ndcg_name, "alpha": alpha, "rows": rows, "subgroups": subgroups,
             "seed_spread": spread, "findings": findings(rows, spec, study.context.gain_ci, spread, alpha)}

@@ -499,4 +499,7 @@ def test_ppo_runs_over_training_seeds_are_pooled_per_prompt() -> None:
     best = context["gain_differences"]["ppo/general/gain"]["best"]
     assert best["gain"] == pytest.approx(table["ppo/general/gain"].max()) and best["rm"] == table["ppo/general/gain"].idxmax()
     report_md = (out / "report.md").read_text()
+    # Page one reads the PPO seeds' spread against the pooled CI (no RM was trained over seeds here).
+    page = report_md.split("\n# Appendices\n", 1)[0]
+    assert "`ppo/general/gain`" in page.split("Seed-to-seed SD of the downstream gains", 1)[1] and "(6 configurations × 3 seeds)" in page
     assert "| training seeds |" in report_md and "3: " + " / ".join(fmt_num(g) for g in study.ppo_seed_gains[rm0]["ppo/general/gain"]) in report_md
