@@ -14,7 +14,6 @@ sampled or scored.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections import defaultdict
@@ -25,15 +24,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 N_BOOT = 4000
-
-
-def _setting(rec) -> str:
-    """What determines a PPO record's result but its seed (and the baseline pool the seed draws)."""
-    from rlexp.store import result_config
-
-    config = {k: v for k, v in result_config(rec.config, "ppo").items() if k != "seed"}
-    inputs = {k: v for k, v in rec.inputs.items() if k != "baseline_pool"}
-    return json.dumps([config, inputs], sort_keys=True, default=str)
 
 
 def _two_level_ci(gains: np.ndarray, rng: np.random.Generator) -> tuple[float, float]:
@@ -61,23 +51,26 @@ def main() -> None:
     import pandas as pd
     from scipy import stats
 
+    from rlexp.analysis.replicates import per_prompt_gains, replicates, training_setting
     from rlexp.downstream.bon_math import bootstrap_ci
     from rlexp.store import Store
 
     store = Store(os.path.join(os.environ["RLEXP_ROOT"], "runs"))
     settings: dict[str, list] = defaultdict(list)
     for rec in store.records("ppo"):
-        settings[_setting(rec)].append(rec)
+        settings[training_setting(rec)].append(rec)
     by_set: dict[str, dict[str, pd.Series]] = defaultdict(dict)
     print(f"{'prompts':<13}{'reward':<22}{'seeds':>6}  {'gain per seed':<26}{'SD':>6}{'pooled':>8}"
           f"  {'CI, prompts':<18}  {'CI, seeds x prompts':<18}")
-    for recs in sorted(settings.values(), key=lambda rs: (rs[0].config["prompts"]["name"], str(rs[0].config["rm"]))):
-        recs = sorted(recs, key=lambda r: int(r.config["seed"]))
-        frames = [pd.read_parquet(store.resolve(r.artifacts["per_prompt"])).set_index("prompt_id")["gain"] for r in recs]
-        shared = pd.concat(frames, axis=1).dropna()
-        gains = shared.to_numpy().T  # [seeds, shared prompts]
-        pooled = gains.mean(axis=0)
-        lo, hi = bootstrap_ci(pooled, n_boot=N_BOOT, seed=0)
+    for found in sorted(settings.values(), key=lambda rs: (rs[0].config["prompts"]["name"], str(rs[0].config["rm"]))):
+        recs = replicates(sorted(found, key=lambda r: r.ended, reverse=True))[0]
+        if not all(r.artifacts.get("per_prompt") for r in recs):
+            continue
+        files = [str(store.resolve(r.artifacts["per_prompt"])) for r in recs]
+        pooled = per_prompt_gains(files)
+        # Each seed's gains on the prompts every seed has: the rows of the two-level bootstrap.
+        gains = np.stack([per_prompt_gains([f]).reindex(pooled.index).to_numpy() for f in files])
+        lo, hi = bootstrap_ci(pooled.to_numpy(), n_boot=N_BOOT, seed=0)
         lo2, hi2 = _two_level_ci(gains, np.random.default_rng(0)) if len(recs) > 1 else (lo, hi)
         per_seed = " / ".join(f"{g:+.3f}" for g in gains.mean(axis=1))
         sd = gains.mean(axis=1).std(ddof=1) if len(recs) > 1 else float("nan")
@@ -86,7 +79,7 @@ def main() -> None:
         print(f"{ps:<13}{label:<22}{len(recs):>6}  {per_seed:<26}{sd:>6.3f}{pooled.mean():>+8.3f}"
               f"  [{lo:+.3f}, {hi:+.3f}]  [{lo2:+.3f}, {hi2:+.3f}]")
         if not rm.startswith("judge:"):
-            by_set[ps][label] = pd.Series(pooled, index=shared.index)
+            by_set[ps][label] = pooled
     for ps, cols in sorted(by_set.items()):
         frame = pd.DataFrame(cols).dropna()
         if frame.shape[1] >= 3:
