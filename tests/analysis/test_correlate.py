@@ -236,7 +236,8 @@ def test_report_says_whether_bon_gains_differ_beyond_prompt_noise() -> None:
     paths = study.context.per_prompt[col]
     matrix = []
     for rm in gains.index:
-        rows = pd.read_parquet(paths[str(rm)]).sort_values("prompt_id")
+        (path,) = paths[str(rm)]  # one file: a BoN pool is not repeated over seeds
+        rows = pd.read_parquet(path).sort_values("prompt_id")
         matrix.append((rows["bon@16"] - rows["bon_at_1"]).to_numpy())
     assert d["friedman"]["pvalue"] == pytest.approx(stats.friedmanchisquare(*matrix).pvalue)
     assert f"(p={d['friedman']['pvalue']:.2g})" in section
