@@ -34,8 +34,9 @@ def main() -> None:
     if "RLEXP_ROOT" not in os.environ:
         use_root("personal_ceiling")
     from rlexp import inputs
+    from rlexp.analysis.bootstrap import bootstrap_ci
     from rlexp.data.formatting import top_posts
-    from rlexp.downstream.bon_math import bon_curve, bootstrap_ci
+    from rlexp.downstream.bon_math import bon_curve
     from rlexp.downstream.pool_scoring import pool_matrix
     from rlexp.sandbox.judges import aspect_titles, gold_score
     from rlexp.sandbox.planner import infer_aspects, planner_quality

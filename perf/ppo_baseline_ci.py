@@ -21,7 +21,7 @@ from _common import gold_scores_by_pool
 def main() -> None:
     if len(sys.argv) != 2 or "RLEXP_ROOT" not in os.environ:
         sys.exit(__doc__)
-    from rlexp.downstream.bon_math import bootstrap_ci
+    from rlexp.analysis.bootstrap import bootstrap_ci
     from rlexp.store import Store
 
     store = Store(os.path.join(os.environ["RLEXP_ROOT"], "runs"))

@@ -51,8 +51,8 @@ def main() -> None:
     import pandas as pd
     from scipy import stats
 
+    from rlexp.analysis.bootstrap import bootstrap_ci
     from rlexp.analysis.replicates import per_prompt_gains, replicates, training_setting
-    from rlexp.downstream.bon_math import bootstrap_ci
     from rlexp.store import Store
 
     store = Store(os.path.join(os.environ["RLEXP_ROOT"], "runs"))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rlexp.analysis.columns import DESIGN_FACTORS, FACTORS
+from rlexp.analysis.replicates import mean_metric, pool
 from rlexp.analysis.study_table import RecordLine, UpperBound
 from rlexp.analysis.values import factor_value, score_or_none
 from rlexp.errors import ConfigError, DataError, misread_as_number
@@ -263,8 +264,6 @@ def downstream_group(rec: Record) -> str:
 def upper_bound(recs: Sequence[Record], setting: str, store: Store) -> UpperBound:
     """Judge-reward downstream records of one setting as a reference line for ``setting``: one
     record as it is, PPO replicates over training seeds pooled (:mod:`rlexp.analysis.replicates`)."""
-    from rlexp.analysis.replicates import mean_metric, pool
-
     rec = max(recs, key=lambda r: r.ended)
     base = {"id": rec.id, "task": rec.task, "rm": rm_of(rec), "setting": setting, "policy": policy_of(rec)}
     if rec.task == "bon":

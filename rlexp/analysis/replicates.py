@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rlexp.analysis.bootstrap import bootstrap_ci
 from rlexp.analysis.study_table import Interval, ProxyShift
 from rlexp.analysis.values import finite_float, score_or_none
 from rlexp.errors import DataError
@@ -99,8 +100,6 @@ def _proxy(recs: Sequence[Record]) -> ProxyShift | None:
 
 def pool(recs: Sequence[Record], store: Store) -> Pooled:
     """The pooled result of a setting's replicates (:func:`replicates`), in seed order."""
-    from rlexp.downstream.bon_math import bootstrap_ci
-
     paths = [str(store.resolve(r.artifacts["per_prompt"])) for r in recs if r.artifacts.get("per_prompt")]
     if len(recs) == 1 or len(paths) < len(recs):
         # One run, or a replicate without per-prompt gains (nothing to pair it by): the newest as it is.

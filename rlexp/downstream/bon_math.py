@@ -267,41 +267,6 @@ def bon_curve(
     }
 
 
-def bootstrap_ci(
-    per_prompt_values: np.ndarray,
-    n_boot: int = 1000,
-    alpha: float = 0.05,
-    seed: int = 0,
-) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean over prompts (resampling prompts with replacement).
-
-    Raises:
-        DataError: empty, non 1-D or non-finite values. ConfigError: ``n_boot < 1`` or ``alpha``
-        outside (0, 1).
-    """
-    values = np.asarray(per_prompt_values, dtype=np.float64)
-    if values.ndim != 1 or values.size == 0:
-        raise DataError(f"bootstrap_ci: expected a non-empty 1-D array, got shape {values.shape}")
-    bad = np.flatnonzero(~np.isfinite(values))
-    if bad.size:
-        raise DataError(f"bootstrap_ci: non-finite value at prompt {int(bad[0])}")
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
-        raise ConfigError(f"bootstrap_ci: n_boot must be a positive integer, got {n_boot!r}")
-    if not 0.0 < alpha < 1.0:
-        raise ConfigError(f"bootstrap_ci: alpha must be in (0, 1), got {alpha!r}")
-    rng = np.random.default_rng(seed)
-    size = values.size
-    # Draw in chunks so n_boot x P indices never need more than ~32 MB at once.
-    chunk = max(1, (1 << 22) // size)
-    means = np.empty(n_boot, dtype=np.float64)
-    for start in range(0, n_boot, chunk):
-        stop = min(n_boot, start + chunk)
-        idx = rng.integers(0, size, size=(stop - start, size))
-        means[start:stop] = values[idx].mean(axis=1)
-    lo, hi = np.quantile(means, [alpha / 2.0, 1.0 - alpha / 2.0])
-    return float(lo), float(hi)
-
-
 def gold_varies(gold: np.ndarray) -> np.ndarray:
     """Per prompt (row): whether its samples differ in gold at all; elsewhere no RM can gain anything."""
     return np.ptp(gold, axis=1) > 0

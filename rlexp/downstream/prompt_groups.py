@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from rlexp.downstream.bon_math import bootstrap_ci
+from rlexp.analysis.bootstrap import bootstrap_ci
 
 
 def prompt_group(prompt: Any) -> str | None:

@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 from omegaconf import DictConfig
 
 from rlexp import inputs
-from rlexp.downstream.bon_math import bon_curve, bootstrap_ci, default_ks, gold_varies, rank_agreement
+from rlexp.analysis.bootstrap import bootstrap_ci
+from rlexp.downstream.bon_math import bon_curve, default_ks, gold_varies, rank_agreement
 from rlexp.downstream.pool_scoring import pool_matrix
 from rlexp.downstream.prompt_groups import gains_by_group
 from rlexp.errors import ConfigError

@@ -25,8 +25,8 @@ import pyarrow.parquet as pq
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp import inputs
+from rlexp.analysis.bootstrap import bootstrap_ci
 from rlexp.downstream import ppo as adapter
-from rlexp.downstream.bon_math import bootstrap_ci
 from rlexp.downstream.prompt_groups import gains_by_group
 from rlexp.errors import ConfigError
 from rlexp.models.loading import (

@@ -277,8 +277,7 @@ def _pool_jobs(plan: StudyPlan) -> tuple[list[Job], dict[tuple[str, str, int | N
     seen: dict[str, str] = {}  # the pool's sample config -> its job key
     pool_of: dict[tuple[str, str, int | None], str] = {}
     for task in ("bon", "ppo") if g.ppo else ("bon",):
-        # PPO's upper bound runs once, at the study's seed (None), beside each training seed's runs.
-        seeds: list[int | None] = [None] if task == "bon" else _ppo_seeds(plan) or [None]
+        seeds: list[int | None] = [None] if task == "bon" else _ppo_pool_seeds(plan)
         for ps in g.prompt_sets:
             for seed in seeds:
                 reader = plan.step(task, "", [inputs.UNUSED_RM, f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"],
@@ -294,12 +293,12 @@ def _pool_jobs(plan: StudyPlan) -> tuple[list[Job], dict[tuple[str, str, int | N
     return list(jobs.values()), pool_of
 
 
-def _ppo_seeds(plan: StudyPlan) -> list[int | None]:
-    """The seeds PPO's baseline pools are drawn at besides the study's (None): each PPO seed's, else
-    each training seed's (empty for a one-seed grid)."""
-    if plan.ppo_seeds is not None:
-        return [None, *plan.ppo_seeds]
-    return [] if len(plan.seeds) == 1 else [None, *plan.seeds]
+def _ppo_pool_seeds(plan: StudyPlan) -> list[int | None]:
+    """The seeds PPO's baseline pools are drawn at: the study's (None; the upper bound of a grid with
+    training seeds reads it) and each PPO seed's, else each training seed's. A seed equal to the
+    study's draws the same pool, sampled once."""
+    extra = plan.ppo_seeds if plan.ppo_seeds is not None else plan.seeds if len(plan.seeds) > 1 else []
+    return [None, *extra]
 
 
 def _reader(plan: StudyPlan, task: str, key: str, rm_key: str | None, pool: str, ov: list[str],

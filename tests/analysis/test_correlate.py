@@ -460,8 +460,8 @@ def test_ppo_runs_over_training_seeds_are_pooled_per_prompt() -> None:
     older run of one seed: each RM's PPO cell pools its three seeds, per prompt, into one gain with a CI
     over prompts; the older run of a seed is superseded, no seed is; the correlations, the RMs'
     gain differences and the upper bound read the pooled gains; appendix D shows each seed's gain."""
+    from rlexp.analysis.bootstrap import bootstrap_ci
     from rlexp.analysis.replicates import per_prompt_gains
-    from rlexp.downstream.bon_math import bootstrap_ci
     from tests.analysis._fake_study import _Clock, _record
 
     cfg = _cfg(f"select_experiment={EXP}", "n_boot=200")

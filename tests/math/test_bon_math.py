@@ -8,10 +8,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from rlexp.analysis.bootstrap import bootstrap_ci
 from rlexp.downstream.bon_math import (
     bon_curve,
     bon_expected,
-    bootstrap_ci,
     default_ks,
     rank_agreement,
     selection_probabilities,
