@@ -37,6 +37,13 @@ def _two_level_ci(gains: np.ndarray, rng: np.random.Generator) -> tuple[float, f
     return float(lo), float(hi)
 
 
+def _trainer(config: dict) -> str:
+    """The PPO budget of a run: learning rate, episodes, rollouts per update."""
+    t = config.get("trainer") or {}
+    per_update = int(t.get("per_device_train_batch_size", 0)) * int(t.get("gradient_accumulation_steps", 1))
+    return f"lr {float(t.get('learning_rate', 0)):g}, {t.get('total_episodes')} x{per_update}"
+
+
 def _rm_name(store, rm: str) -> str:
     """``<lineage> <mix> e<epochs>`` of a study RM, from its train_rm record."""
     from rlexp.analysis.records import factors
@@ -60,7 +67,7 @@ def main() -> None:
     for rec in store.records("ppo"):
         settings[training_setting(rec)].append(rec)
     by_set: dict[str, dict[str, pd.Series]] = defaultdict(dict)
-    print(f"{'prompts':<13}{'reward':<22}{'seeds':>6}  {'gain per seed':<26}{'SD':>6}{'pooled':>8}"
+    print(f"{'prompts':<13}{'reward':<24}{'trainer':<22}{'seeds':>6}  {'gain per seed':<26}{'SD':>6}{'pooled':>8}"
           f"  {'CI, prompts':<18}  {'CI, seeds x prompts':<18}")
     for found in sorted(settings.values(), key=lambda rs: (rs[0].config["prompts"]["name"], str(rs[0].config["rm"]))):
         recs = replicates(sorted(found, key=lambda r: r.ended, reverse=True))[0]
@@ -76,15 +83,20 @@ def main() -> None:
         sd = gains.mean(axis=1).std(ddof=1) if len(recs) > 1 else float("nan")
         ps, rm = recs[0].config["prompts"]["name"], str(recs[0].config["rm"])
         label = rm if rm.startswith("judge:") else _rm_name(store, rm)
-        print(f"{ps:<13}{label:<22}{len(recs):>6}  {per_seed:<26}{sd:>6.3f}{pooled.mean():>+8.3f}"
+        trainer = _trainer(recs[0].config)
+        print(f"{ps:<13}{label:<24}{trainer:<22}{len(recs):>6}  {per_seed:<26}{sd:>6.3f}{pooled.mean():>+8.3f}"
               f"  [{lo:+.3f}, {hi:+.3f}]  [{lo2:+.3f}, {hi2:+.3f}]")
         if not rm.startswith("judge:"):
-            by_set[ps][label] = pooled
+            by_set[f"{ps}, {trainer}"][label] = pooled
     for ps, cols in sorted(by_set.items()):
         frame = pd.DataFrame(cols).dropna()
         if frame.shape[1] >= 3:
             stat, p = stats.friedmanchisquare(*(frame[c].to_numpy() for c in frame.columns))
             print(f"{ps}: do the {frame.shape[1]} RMs' pooled gains differ? Friedman chi2 {stat:.1f}, p = {p:.2g}")
+        elif frame.shape[1] == 2:
+            diff = frame.iloc[:, 0] - frame.iloc[:, 1]
+            lo, hi = bootstrap_ci(diff.to_numpy(), n_boot=N_BOOT, seed=0)
+            print(f"{ps}: {frame.columns[0]} - {frame.columns[1]}: {diff.mean():+.3f} [{lo:+.3f}, {hi:+.3f}] (paired over prompts)")
 
 
 if __name__ == "__main__":
