@@ -142,7 +142,7 @@ def seed_spread(table: pd.DataFrame, columns: Sequence[str]) -> dict[str, dict[s
         frame[col] = pd.to_numeric(frame[col], errors="coerce")
         groups = [g[col].dropna() for _, g in frame.groupby(factors, sort=True)]
         repeated = [g for g in groups if len(g) >= 2]
-        sd = float(math.sqrt(np.mean([g.var(ddof=1) for g in repeated]))) if repeated else None
+        sd = _pooled_sd(repeated) if repeated else None
         out[col] = {"sd": sd, "configs": len(repeated), "seeds": max((len(g) for g in groups), default=0)}
     return out
 
@@ -154,9 +154,13 @@ def ppo_seed_spread(ppo_seeds: Mapping[str, Mapping[str, SeedGains]]) -> dict[st
     for col, per_rm in ppo_seeds.items():
         repeated = [v["gains"] for v in per_rm.values() if len(v["gains"]) >= 2]
         if repeated:
-            sd = float(math.sqrt(np.mean([np.var(g, ddof=1) for g in repeated])))
-            out[col] = {"sd": sd, "configs": len(repeated), "seeds": max(len(g) for g in repeated)}
+            out[col] = {"sd": _pooled_sd(repeated), "configs": len(repeated), "seeds": max(len(g) for g in repeated)}
     return out
+
+
+def _pooled_sd(groups: Sequence[Any]) -> float:
+    """The root of the groups' mean sample variance: one SD for several configurations' seeds."""
+    return float(math.sqrt(np.mean([np.var(np.asarray(g, dtype=float), ddof=1) for g in groups])))
 
 
 def _corr_row(corr: pd.DataFrame, b: str, d: str, stat: str) -> Mapping[str, Any] | None:
