@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import sys
 import time
@@ -185,8 +186,10 @@ def compose_task(task: str, overrides: list[str]) -> DictConfig:
 
 def quote(value: str) -> str:
     """An override value Hydra keeps as this very string. Unquoted, a record id of digits and one
-    ``e`` (``3476e31901852042``, about one id in a thousand) is read as a number (``inf``)."""
-    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+    ``e`` (``3476e31901852042``, about one id in 1,300) is read as a number (``inf``). Inside quotes
+    Hydra reads a backslash as an escape only before a quote or at the end, so only those double."""
+    escaped = re.sub(r"(\\*)'", lambda m: m.group(1) * 2 + "\\'", str(value))
+    return "'" + re.sub(r"(\\+)$", lambda m: m.group(1) * 2, escaped) + "'"
 
 
 def report_error(task: str, exc: BaseException) -> None:

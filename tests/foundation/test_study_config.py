@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import rlexp_cmd
 
 
@@ -226,3 +228,12 @@ def test_record_ids_that_read_as_numbers_reach_the_steps_as_strings(root: Path) 
 
     bon = subprocess.run(rlexp_cmd("bon", "logger=none", "rm=3476e31901852042"), capture_output=True, text=True, timeout=120)
     assert bon.returncode == 2 and "quote it, rm='3476e31901852042'" in bon.stderr, bon.stderr
+
+
+@pytest.mark.parametrize("value", ["3476e31901852042", "judge:rubric", "/a b/c", "it's", "a\\b", "a\\", "a\\'b", "a\\\\b"])
+def test_quote_keeps_every_value_as_hydra_reads_it(value: str) -> None:
+    """`quote` makes any string an override value Hydra reads back unchanged (quotes and the backslashes
+    Hydra treats as escapes included), not only record ids."""
+    from rlexp.runtime import compose_task, quote
+
+    assert compose_task("ppo", ["logger=none", f"rm={quote(value)}"]).rm == value
