@@ -24,8 +24,9 @@ class StoreError(RlexpError):
     """The run store is unusable or a referenced record is missing."""
 
 
-def misread_as_number(ref: str) -> str:
-    """A hint for a record reference Hydra turned into a number (empty when ``ref`` is not one)."""
+def misread_as_number(ref: str, quoted: str = "rm='3476e31901852042'") -> str:
+    """A hint for a record reference Hydra turned into a number (empty when ``ref`` is not one);
+    ``quoted`` shows the override it came from, quoted."""
     try:
         float(ref)
     except ValueError:
@@ -33,4 +34,4 @@ def misread_as_number(ref: str) -> str:
     if ref.isdigit():
         return ""  # all-digit ids keep their digits
     return ("; an unquoted id of digits and one 'e' (e.g. 3476e31901852042) is read as a number: "
-            "quote it, rm='3476e31901852042'")
+            f"quote it, {quoted}")

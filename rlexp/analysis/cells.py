@@ -18,7 +18,7 @@ from rlexp.analysis.columns import is_benchmark_group
 from rlexp.analysis.records import Collection, curve_ks, factors, short_name
 from rlexp.analysis.replicates import pool
 from rlexp.analysis.study_table import BonGroups, Curve, GroupGain, Interval, ProxyShift, SeedGains
-from rlexp.analysis.values import finite_float, score_or_none
+from rlexp.analysis.values import finite_float, interval, score_or_none
 from rlexp.data.schemas import RB2_SUBSETS
 from rlexp.store import Record, Store
 
@@ -113,11 +113,6 @@ def _fill_prb(row: dict[str, Any], group: str, prb: Mapping[str, Any]) -> None:
             row[f"{group}/{name}"] = finite_float(prb[name])
 
 
-def _interval(values: Any) -> Interval:
-    """The first two entries of a record's CI (a missing CI gives [None, None])."""
-    return [score_or_none(v) for v in list(values or [None, None])[:2]]
-
-
 def _fill_bon(out: Rows, rm: str, group: str, rec: Record, k: int, store: Store) -> None:
     """gain@k and ngain@k, the curve, the per-prompt results file and the gains per prompt group."""
     row = out.rows[rm]
@@ -130,7 +125,7 @@ def _fill_bon(out: Rows, rm: str, group: str, rec: Record, k: int, store: Store)
     else:
         row[f"{group}/gain@{k}"] = finite_float(point.get("gain"))
         row[f"{group}/ngain@{k}"] = finite_float(point.get("normalised_gain"))
-        out.gain_ci[f"{group}/gain@{k}"][rm] = _interval(point.get("gain_ci"))
+        out.gain_ci[f"{group}/gain@{k}"][rm] = interval(point.get("gain_ci"))
     ks = curve_ks(rec)
     out.curves[group][rm] = {
         "ks": ks, "bon": [score_or_none(curve[str(x)].get("bon")) for x in ks],
@@ -149,7 +144,7 @@ def _fill_bon(out: Rows, rm: str, group: str, rec: Record, k: int, store: Store)
 
 def _group_gains(by_group: Mapping[str, Any]) -> dict[str, GroupGain]:
     """A record's ``by_group`` metrics (BoN's or PPO's) as the report shows them."""
-    return {str(g): {"gain": score_or_none(v.get("gain")), "prompts": v.get("prompts"), "gain_ci": _interval(v.get("gain_ci"))}
+    return {str(g): {"gain": score_or_none(v.get("gain")), "prompts": v.get("prompts"), "gain_ci": interval(v.get("gain_ci"))}
             for g, v in by_group.items()}
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from rlexp.analysis.columns import DESIGN_FACTORS, FACTORS
 from rlexp.analysis.replicates import mean_metric, pool
 from rlexp.analysis.study_table import RecordLine, UpperBound
-from rlexp.analysis.values import factor_value, score_or_none
+from rlexp.analysis.values import factor_value, interval, score_or_none
 from rlexp.errors import ConfigError, DataError, misread_as_number
 from rlexp.store import Record, Store
 
@@ -114,8 +114,8 @@ def _find_ids(store: Store, record_ids: Sequence[str]) -> dict[str, Record]:
     for ref in record_ids:
         rec = store.find(str(ref))
         if rec is None:
-            raise DataError(f"record {ref!r} not found (or the prefix is ambiguous) in store {store.root}"
-                            f"{misread_as_number(str(ref))}")
+            hint = misread_as_number(str(ref), quoted="records=['3476e31901852042']")
+            raise DataError(f"record {ref!r} not found (or the prefix is ambiguous) in store {store.root}{hint}")
         found[rec.id] = rec
     return found
 
@@ -268,7 +268,7 @@ def upper_bound(recs: Sequence[Record], setting: str, store: Store) -> UpperBoun
     base = {"id": rec.id, "task": rec.task, "rm": rm_of(rec), "setting": setting, "policy": policy_of(rec)}
     if rec.task == "bon":
         gain, ci = rec.metrics.get("gain_at_n"), rec.metrics.get("gain_at_n_ci")
-        return {**base, "gain": score_or_none(gain), "gain_ci": [score_or_none(v) for v in list(ci or [None, None])[:2]],
+        return {**base, "gain": score_or_none(gain), "gain_ci": interval(ci),
                 "gold_before": score_or_none(rec.metrics.get("gold_before")),
                 "gold_after": score_or_none(rec.metrics.get("gold_after"))}
     pooled = pool(recs, store)

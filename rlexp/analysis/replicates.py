@@ -20,7 +20,7 @@ import pandas as pd
 
 from rlexp.analysis.bootstrap import bootstrap_ci
 from rlexp.analysis.study_table import Interval, ProxyShift
-from rlexp.analysis.values import finite_float, score_or_none
+from rlexp.analysis.values import finite_float, interval, score_or_none
 from rlexp.errors import DataError
 from rlexp.store import Record, Store, canonical_json, result_config
 
@@ -104,10 +104,9 @@ def pool(recs: Sequence[Record], store: Store) -> Pooled:
     if len(recs) == 1 or len(paths) < len(recs):
         # One run, or a replicate without per-prompt gains (nothing to pair it by): the newest as it is.
         rec = max(recs, key=lambda r: r.ended)
-        ci = [score_or_none(v) for v in list(rec.metrics.get("gain_ci") or [None, None])[:2]]
+        gain = finite_float(rec.metrics.get("gain"))
         own = [str(store.resolve(rec.artifacts["per_prompt"]))] if rec.artifacts.get("per_prompt") else []
-        return Pooled(finite_float(rec.metrics.get("gain")), ci, [seed_of(rec)], [finite_float(rec.metrics.get("gain"))],
-                      own, _proxy([rec]), [rec])
+        return Pooled(gain, interval(rec.metrics.get("gain_ci")), [seed_of(rec)], [gain], own, _proxy([rec]), [rec])
     gains = per_prompt_gains(paths).to_numpy()
     config: dict[str, Any] = recs[0].config
     lo, hi = bootstrap_ci(gains, n_boot=int(config.get("n_boot") or 1000), seed=0)

@@ -54,6 +54,11 @@ def score_or_none(value: Any) -> float | None:
     return None if math.isnan(out) else out
 
 
+def interval(values: Any) -> list[float | None]:
+    """The first two entries of a record's CI as scores (a missing CI gives [None, None])."""
+    return [score_or_none(v) for v in list(values or [None, None])[:2]]
+
+
 def factor_value(value: Any) -> Any:
     """A factor value as JSON would hold it: None for NaN, whole floats as ints, numpy unwrapped.
 
