@@ -5,7 +5,10 @@ For the study's personalized pool (the policy's 16 samples per prompt) and one R
 planner profile, prints within-prompt Spearman correlations (the plan match with the gold, the RM
 with the plan match and with the gold) and, per style dimension, the RM's mean within-prompt score of
 samples that meet a planned aspect minus those showing its opposite pole, beside the same difference
-between the dimension's two poles over every sample (a taste that ignores the user).
+between the dimension's two poles over every sample (a taste that ignores the user). Last, the RM's
+Best-of-N gain@16 (and normalised gain) by what the plan says about length, the one dimension every
+sandbox RM reads: where the plan asks for brevity, asks for detail the user wants, asks for detail the
+user never asked for (the planner reads long posts as a taste for detail), or says nothing of length.
 
     RLEXP_ROOT=/path/to/store python perf/personal_rm_dims.py RM_ID [RM_ID ...]
 
@@ -35,13 +38,14 @@ def main() -> None:
     from rlexp.data.formatting import top_posts
     from rlexp.downstream.pool_scoring import pool_matrix
     from rlexp.sandbox.aspects import DIMENSIONS, dimension_state, known_titles
-    from rlexp.sandbox.judges import gold_score
+    from rlexp.sandbox.judges import aspect_titles, gold_score
     from rlexp.sandbox.planner import infer_aspects
     from rlexp.scoring.factory import reward_scorer
     from rlexp.store import Store
 
     # The study's Best-of-N settings, so the RM's scores of the pool come from its cache.
-    study = ("model=tiny_llama", "prompts=personalized", "sampling.n=16", "profile=planner", "scorer.share_prefix=true")
+    study = ("model=tiny_llama", "prompts=personalized", "sampling.n=16", "profile=planner", "scorer.share_prefix=true",
+             "sampling.draw=kept")
     base = compose("bon", "rm=unused", *study)
     pool, prompts = inputs.pool(base)
     texts, n = pool_matrix(str(Store(base.paths.store).resolve(pool.artifacts["pool"])), prompts)
@@ -51,6 +55,7 @@ def main() -> None:
     gold = np.array([[gold_score(t, p.hidden) for t in row] for row, p in zip(texts, prompts, strict=True)])
     match = np.array([[sum(1 if states[a.dim][i][j] == a.side else -1 if states[a.dim][i][j] is not None else 0
                            for a in plan) for j in range(n)] for i, plan in enumerate(plans)], dtype=float)
+    groups = [_length_group(plan, aspect_titles(p.hidden)) for plan, p in zip(plans, prompts, strict=True)]
     print(f"pool {pool.id}: {len(prompts)} personalized prompts x {n}; plan match vs gold "
           f"{within_prompt_spearman(match, gold):.2f} (within-prompt Spearman)")
 
@@ -76,6 +81,34 @@ def main() -> None:
             diff = np.mean(meet) - np.mean(opposite) if meet and opposite else float("nan")
             taste = np.mean(poles[0]) - np.mean(poles[1]) if poles[0] and poles[1] else float("nan")
             print(f"{d.name:14s} {f'{len(meet)} / {len(opposite)}':>16s} {diff:+16.2f} {taste:+16.2f}")
+        _gain_by_group(scores, gold, groups)
+
+
+LENGTH_GROUPS = ("plan: brief", "plan: detailed, wanted", "plan: detailed, not wanted", "plan: no length")
+
+
+def _length_group(plan: list, hidden_titles: list[str]) -> str:
+    """Which of :data:`LENGTH_GROUPS` a prompt's plan (poles) and hidden aspect titles put it in."""
+    from rlexp.sandbox.aspects import known_titles
+
+    side = next((a.side for a in plan if a.dim == "length"), None)
+    if side is None:
+        return LENGTH_GROUPS[3]
+    if side == 0:
+        return LENGTH_GROUPS[0]
+    wanted = any(a.dim == "length" and a.side == 1 for a in known_titles(hidden_titles))
+    return LENGTH_GROUPS[1] if wanted else LENGTH_GROUPS[2]
+
+
+def _gain_by_group(scores: np.ndarray, gold: np.ndarray, groups: list[str]) -> None:
+    """Best-of-N gain@16 of the RM's pick over the mean sample, and its share of the oracle's gain."""
+    picked = gold[np.arange(len(gold)), scores.argmax(axis=1)]
+    gain, oracle = picked - gold.mean(axis=1), gold.max(axis=1) - gold.mean(axis=1)
+    print(f"{'users':28s} {'prompts':>8s} {'gain@16':>8s} {'normalised':>11s}")
+    for g in (*LENGTH_GROUPS, "all"):
+        rows = np.array([g in ("all", x) for x in groups])
+        if rows.any():
+            print(f"{g:28s} {rows.sum():8d} {gain[rows].mean():+8.3f} {gain[rows].mean() / oracle[rows].mean():+11.2f}")
 
 
 if __name__ == "__main__":
