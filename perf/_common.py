@@ -71,3 +71,24 @@ def gold_scores_by_pool(store: Any) -> dict[str, Any]:
 
     return {rec.inputs["pool"]: pq.read_table(store.resolve(rec.artifacts["scores"])).to_pandas()
             for rec in store.records("pool_scores") if rec.config.get("role") == "gold"}
+
+
+# Personalized prompts by what the sandbox planner says about length, the dimension every sandbox RM
+# reads (docs/sandbox.md, "Where the personal RMs' Best-of-N gain comes from").
+LENGTH_GROUPS = ("plan: brief", "plan: detailed, wanted", "plan: detailed, not wanted", "plan: no length")
+
+
+def length_groups(prompts: list[Any], k: int) -> list[str]:
+    """Each personalized prompt's group in :data:`LENGTH_GROUPS`: the planner's reading of its top
+    ``k`` posts, against the user's hidden aspects."""
+    from rlexp.data.formatting import top_posts
+    from rlexp.sandbox.aspects import known_titles
+    from rlexp.sandbox.judges import aspect_titles
+    from rlexp.sandbox.planner import infer_aspects
+
+    out = []
+    for p in prompts:
+        side = next((a.side for a in known_titles(infer_aspects(top_posts(p.profile, k, p.prompt))) if a.dim == "length"), None)
+        wanted = any(a.dim == "length" and a.side == 1 for a in known_titles(aspect_titles(p.hidden)))
+        out.append(LENGTH_GROUPS[3] if side is None else LENGTH_GROUPS[0] if side == 0 else LENGTH_GROUPS[1 if wanted else 2])
+    return out

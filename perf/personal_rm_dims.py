@@ -21,7 +21,7 @@ import os
 import sys
 
 import numpy as np
-from _common import compose
+from _common import LENGTH_GROUPS, compose, length_groups
 
 
 def within_prompt_spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -38,7 +38,7 @@ def main() -> None:
     from rlexp.data.formatting import top_posts
     from rlexp.downstream.pool_scoring import pool_matrix
     from rlexp.sandbox.aspects import DIMENSIONS, dimension_state, known_titles
-    from rlexp.sandbox.judges import aspect_titles, gold_score
+    from rlexp.sandbox.judges import gold_score
     from rlexp.sandbox.planner import infer_aspects
     from rlexp.scoring.factory import reward_scorer
     from rlexp.store import Store
@@ -55,7 +55,7 @@ def main() -> None:
     gold = np.array([[gold_score(t, p.hidden) for t in row] for row, p in zip(texts, prompts, strict=True)])
     match = np.array([[sum(1 if states[a.dim][i][j] == a.side else -1 if states[a.dim][i][j] is not None else 0
                            for a in plan) for j in range(n)] for i, plan in enumerate(plans)], dtype=float)
-    groups = [_length_group(plan, aspect_titles(p.hidden)) for plan, p in zip(plans, prompts, strict=True)]
+    groups = length_groups(prompts, k)
     print(f"pool {pool.id}: {len(prompts)} personalized prompts x {n}; plan match vs gold "
           f"{within_prompt_spearman(match, gold):.2f} (within-prompt Spearman)")
 
@@ -83,21 +83,6 @@ def main() -> None:
             print(f"{d.name:14s} {f'{len(meet)} / {len(opposite)}':>16s} {diff:+16.2f} {taste:+16.2f}")
         _gain_by_group(scores, gold, groups)
 
-
-LENGTH_GROUPS = ("plan: brief", "plan: detailed, wanted", "plan: detailed, not wanted", "plan: no length")
-
-
-def _length_group(plan: list, hidden_titles: list[str]) -> str:
-    """Which of :data:`LENGTH_GROUPS` a prompt's plan (poles) and hidden aspect titles put it in."""
-    from rlexp.sandbox.aspects import known_titles
-
-    side = next((a.side for a in plan if a.dim == "length"), None)
-    if side is None:
-        return LENGTH_GROUPS[3]
-    if side == 0:
-        return LENGTH_GROUPS[0]
-    wanted = any(a.dim == "length" and a.side == 1 for a in known_titles(hidden_titles))
-    return LENGTH_GROUPS[1] if wanted else LENGTH_GROUPS[2]
 
 
 def _gain_by_group(scores: np.ndarray, gold: np.ndarray, groups: list[str]) -> None:
