@@ -73,6 +73,21 @@ def gold_scores_by_pool(store: Any) -> dict[str, Any]:
             for rec in store.records("pool_scores") if rec.config.get("role") == "gold"}
 
 
+def trainer_label(config: dict) -> str:
+    """The PPO budget of a run's config: learning rate, episodes, rollouts per update."""
+    t = config.get("trainer") or {}
+    per_update = int(t.get("per_device_train_batch_size", 0)) * int(t.get("gradient_accumulation_steps", 1))
+    return f"lr {float(t.get('learning_rate', 0)):g}, {t.get('total_episodes')} x{per_update}"
+
+
+def rm_label(store: Any, rm: str) -> str:
+    """``<lineage> <mix> e<epochs>`` of a study RM, from its train_rm record."""
+    from rlexp.analysis.records import factors
+
+    f = factors(store.get(rm, "train_rm"))
+    return f"{f['lineage']} {f['mix']} e{float(f['epochs']):g}"
+
+
 # Personalized prompts by what the sandbox planner says about length, the dimension every sandbox RM
 # reads (docs/sandbox.md, "Where the personal RMs' Best-of-N gain comes from").
 LENGTH_GROUPS = ("plan: brief", "plan: detailed, wanted", "plan: detailed, not wanted", "plan: no length")

@@ -84,7 +84,6 @@ def main() -> None:
         _gain_by_group(scores, gold, groups)
 
 
-
 def _gain_by_group(scores: np.ndarray, gold: np.ndarray, groups: list[str]) -> None:
     """Best-of-N gain@16 of the RM's pick over the mean sample, and its share of the oracle's gain."""
     picked = gold[np.arange(len(gold)), scores.argmax(axis=1)]

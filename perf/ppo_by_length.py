@@ -15,8 +15,7 @@ import os
 import sys
 from collections import defaultdict
 
-from _common import LENGTH_GROUPS, compose, length_groups
-from ppo_seeds import _rm_name, _trainer
+from _common import LENGTH_GROUPS, compose, length_groups, rm_label, trainer_label
 
 
 def main() -> None:
@@ -37,13 +36,13 @@ def main() -> None:
     counts = {g: sum(v == g for v in group.values()) for g in LENGTH_GROUPS}
     print(f"{'reward':<24}{'trainer':<22}{'seeds':>6}" + "".join(f"{g.split(': ')[1]:>28}" for g in LENGTH_GROUPS))
     print(f"{'(prompts)':<52}" + "".join(f"{counts[g]:>28}" for g in LENGTH_GROUPS))
-    for found in sorted(settings.values(), key=lambda rs: (str(rs[0].config["rm"]), _trainer(rs[0].config))):
+    for found in sorted(settings.values(), key=lambda rs: (str(rs[0].config["rm"]), trainer_label(rs[0].config))):
         recs = replicates(sorted(found, key=lambda r: r.ended, reverse=True))[0]
         gains = per_prompt_gains([str(store.resolve(r.artifacts["per_prompt"])) for r in recs])
         by = gains.groupby(gains.index.map(group)).mean()
         rm = str(recs[0].config["rm"])
-        label = rm if rm.startswith("judge:") else _rm_name(store, rm)
-        print(f"{label:<24}{_trainer(recs[0].config):<22}{len(recs):>6}"
+        label = rm if rm.startswith("judge:") else rm_label(store, rm)
+        print(f"{label:<24}{trainer_label(recs[0].config):<22}{len(recs):>6}"
               + "".join(f"{by.get(g, float('nan')):>+28.3f}" for g in LENGTH_GROUPS))
 
 

@@ -17,11 +17,9 @@ from __future__ import annotations
 import os
 import sys
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _common import rm_label, trainer_label
 
 N_BOOT = 4000
 
@@ -35,21 +33,6 @@ def _two_level_ci(gains: np.ndarray, rng: np.random.Generator) -> tuple[float, f
         means[b] = rows[:, rng.integers(0, prompts, size=prompts)].mean()
     lo, hi = np.quantile(means, [0.025, 0.975])
     return float(lo), float(hi)
-
-
-def _trainer(config: dict) -> str:
-    """The PPO budget of a run: learning rate, episodes, rollouts per update."""
-    t = config.get("trainer") or {}
-    per_update = int(t.get("per_device_train_batch_size", 0)) * int(t.get("gradient_accumulation_steps", 1))
-    return f"lr {float(t.get('learning_rate', 0)):g}, {t.get('total_episodes')} x{per_update}"
-
-
-def _rm_name(store, rm: str) -> str:
-    """``<lineage> <mix> e<epochs>`` of a study RM, from its train_rm record."""
-    from rlexp.analysis.records import factors
-
-    f = factors(store.get(rm, "train_rm"))
-    return f"{f['lineage']} {f['mix']} e{float(f['epochs']):g}"
 
 
 def main() -> None:
@@ -82,8 +65,8 @@ def main() -> None:
         per_seed = " / ".join(f"{g:+.3f}" for g in gains.mean(axis=1))
         sd = gains.mean(axis=1).std(ddof=1) if len(recs) > 1 else float("nan")
         ps, rm = recs[0].config["prompts"]["name"], str(recs[0].config["rm"])
-        label = rm if rm.startswith("judge:") else _rm_name(store, rm)
-        trainer = _trainer(recs[0].config)
+        label = rm if rm.startswith("judge:") else rm_label(store, rm)
+        trainer = trainer_label(recs[0].config)
         print(f"{ps:<13}{label:<24}{trainer:<22}{len(recs):>6}  {per_seed:<26}{sd:>6.3f}{pooled.mean():>+8.3f}"
               f"  [{lo:+.3f}, {hi:+.3f}]  [{lo2:+.3f}, {hi2:+.3f}]")
         if not rm.startswith("judge:"):
