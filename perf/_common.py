@@ -93,17 +93,25 @@ def rm_label(store: Any, rm: str) -> str:
 LENGTH_GROUPS = ("plan: brief", "plan: detailed, wanted", "plan: detailed, not wanted", "plan: no length")
 
 
-def length_groups(prompts: list[Any], k: int) -> list[str]:
-    """Each personalized prompt's group in :data:`LENGTH_GROUPS`: the planner's reading of its top
-    ``k`` posts, against the user's hidden aspects."""
-    from rlexp.data.formatting import top_posts
+def length_group(plan: list[Any], hidden: Any) -> str:
+    """A personalized prompt's group in :data:`LENGTH_GROUPS`, from the planner's poles and its hidden dict."""
     from rlexp.sandbox.aspects import known_titles
     from rlexp.sandbox.judges import aspect_titles
+
+    side = next((a.side for a in plan if a.dim == "length"), None)
+    if side is None:
+        return LENGTH_GROUPS[3]
+    if side == 0:
+        return LENGTH_GROUPS[0]
+    wanted = any(a.dim == "length" and a.side == 1 for a in known_titles(aspect_titles(hidden)))
+    return LENGTH_GROUPS[1 if wanted else 2]
+
+
+def length_groups(prompts: list[Any], k: int) -> list[str]:
+    """Each personalized prompt's :func:`length_group`: the planner's reading of its top ``k`` posts,
+    against the user's hidden aspects."""
+    from rlexp.data.formatting import top_posts
+    from rlexp.sandbox.aspects import known_titles
     from rlexp.sandbox.planner import infer_aspects
 
-    out = []
-    for p in prompts:
-        side = next((a.side for a in known_titles(infer_aspects(top_posts(p.profile, k, p.prompt))) if a.dim == "length"), None)
-        wanted = any(a.dim == "length" and a.side == 1 for a in known_titles(aspect_titles(p.hidden)))
-        out.append(LENGTH_GROUPS[3] if side is None else LENGTH_GROUPS[0] if side == 0 else LENGTH_GROUPS[1 if wanted else 2])
-    return out
+    return [length_group(known_titles(infer_aspects(top_posts(p.profile, k, p.prompt))), p.hidden) for p in prompts]

@@ -21,7 +21,7 @@ import os
 import sys
 
 import numpy as np
-from _common import LENGTH_GROUPS, compose, length_groups
+from _common import LENGTH_GROUPS, compose, length_group
 
 
 def within_prompt_spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -55,7 +55,7 @@ def main() -> None:
     gold = np.array([[gold_score(t, p.hidden) for t in row] for row, p in zip(texts, prompts, strict=True)])
     match = np.array([[sum(1 if states[a.dim][i][j] == a.side else -1 if states[a.dim][i][j] is not None else 0
                            for a in plan) for j in range(n)] for i, plan in enumerate(plans)], dtype=float)
-    groups = length_groups(prompts, k)
+    groups = [length_group(plan, p.hidden) for plan, p in zip(plans, prompts, strict=True)]
     print(f"pool {pool.id}: {len(prompts)} personalized prompts x {n}; plan match vs gold "
           f"{within_prompt_spearman(match, gold):.2f} (within-prompt Spearman)")
 
