@@ -10,13 +10,23 @@ TEST_WORKERS ?= 2
 
 .PHONY: study test setup lint clean vllm-env rewardbench-env
 
+# uv resolves and downloads in parallel: a fresh .venv in ~40 s where pip alone takes ~95 s (2 cores,
+# an empty cache). INSTALLER=pip installs with pip alone (uv does not read pip.conf: indexes, proxies).
+INSTALLER ?= uv
+ifeq ($(INSTALLER),uv)
+INSTALL := UV_LINK_MODE=copy $(VENV)/bin/uv pip install -q --python $(PY)
+else
+INSTALL := $(PY) -m pip install -q
+endif
+
 # Reinstall only when the dependency list changes.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@$(PY) -m pip install -q --upgrade pip
+	@if [ "$(INSTALLER)" = uv ]; then $(PY) -m pip install -q uv; else $(PY) -m pip install -q --upgrade pip; fi
 	@# Without CUDA, take the CPU build of torch first (an unpinned torch pulls a multi-GB CUDA build).
+	@# pip, because a machine's pip.conf may point at a local copy of that build, which uv would not see.
 	@if ! command -v nvidia-smi >/dev/null 2>&1; then $(PY) -m pip install -q "torch==2.13.0"; fi
-	@$(PY) -m pip install -q -e ".[dev,suite]"
+	@$(INSTALL) -e ".[dev,suite]"
 	@touch $(STAMP)
 
 setup: $(STAMP)
