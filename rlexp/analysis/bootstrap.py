@@ -15,24 +15,25 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from rlexp.analysis.correlation import CORRELATION_METHODS, Corr, coefficient, scipy_corr
-from rlexp.analysis.ndcg import DEFAULT_NDCG_VARIANTS, ndcg_statistic, ndcg_value, normalise_variants
+from rlexp.analysis.correlation import CORRELATION_METHODS, Corr, coefficients, scipy_corr
+from rlexp.analysis.ndcg import DEFAULT_NDCG_VARIANTS, ndcg_statistic, ndcg_values, normalise_variants
 from rlexp.analysis.score_vectors import score_pair, score_vector
 from rlexp.errors import ConfigError, DataError
 
-#: A statistic twice over: the full result (value, p, null) and the value alone for replicates.
-Statistic = tuple[Callable[[np.ndarray, np.ndarray], Corr], Callable[[np.ndarray, np.ndarray], float | None]]
+#: A statistic twice over: the full result (value, p, null), and the value alone of each of a
+#: ``[B, n]`` stack of replicates (NaN where undefined).
+Statistic = tuple[Callable[[np.ndarray, np.ndarray], Corr], Callable[[np.ndarray, np.ndarray], np.ndarray]]
 
 
 def _statistics(methods: Sequence[str], variants: list[tuple[str, str, int | None]]) -> list[Statistic]:
-    """(fn(x, y) -> Corr, fn(x, y) -> value or None for replicates) per requested statistic, in order."""
+    """(fn(x, y) -> Corr, fn(xs, ys) -> replicate values) per requested statistic, in order."""
     out: list[Statistic] = []
     for method in methods:
         if method in CORRELATION_METHODS:
-            out.append((lambda x, y, _m=method: scipy_corr(_m, x, y), lambda x, y, _m=method: coefficient(_m, x, y)))
+            out.append((lambda x, y, _m=method: scipy_corr(_m, x, y), lambda xs, ys, _m=method: coefficients(_m, xs, ys)))
         elif method == "ndcg":
             for rel, g, k in variants:
-                out.append((ndcg_statistic(rel, g, k), ndcg_value(rel, g, k)))
+                out.append((ndcg_statistic(rel, g, k), ndcg_values(rel, g, k)))
         else:
             raise ConfigError(f"unknown correlation method {method!r} (expected spearman, kendall, pearson or ndcg)")
     return out
@@ -46,13 +47,13 @@ def _check_boot(n_boot: int, alpha: float) -> None:
         raise ConfigError(f"alpha must be in (0, 1), got {alpha!r}")
 
 
-def _attach_ci(corr: Corr, samples: list[float], n_boot: int, alpha: float) -> None:
+def _attach_ci(corr: Corr, samples: np.ndarray, n_boot: int, alpha: float) -> None:
     """Percentile CI from the defined bootstrap replicates; say how many were undefined."""
     if n_boot == 0:
         return
-    undefined = n_boot - len(samples)
-    if samples:
-        lo, hi = np.quantile(np.asarray(samples), [alpha / 2.0, 1.0 - alpha / 2.0])
+    undefined = n_boot - samples.size
+    if samples.size:
+        lo, hi = np.quantile(samples, [alpha / 2.0, 1.0 - alpha / 2.0])
         corr.ci_low, corr.ci_high = float(lo), float(hi)
     if undefined:
         extra = f"{undefined}/{n_boot} bootstrap replicates undefined"
@@ -183,15 +184,12 @@ def _with_cis(results: list[Corr], statistics: Sequence[Any], resample: Callable
               n_boot: int, alpha: float) -> list[Corr]:
     """``results`` with percentile CIs from ``n_boot`` replicates of ``resample()``; a replicate
     where a statistic is undefined is dropped (and counted) for that statistic only."""
-    replicates: list[list[float]] = [[] for _ in statistics]
-    for _ in range(n_boot):
-        xb, yb = resample()
-        for j, (_, value_of) in enumerate(statistics):
-            value = value_of(xb, yb)
-            if value is not None:
-                replicates[j].append(value)
-    for corr, samples in zip(results, replicates, strict=True):
-        _attach_ci(corr, samples, n_boot, alpha)
+    # Drawn one by one, as the seeded resamples always were; evaluated as one stack per statistic.
+    draws = [resample() for _ in range(n_boot)]
+    xs, ys = np.stack([x for x, _ in draws]), np.stack([y for _, y in draws])
+    for corr, (_, values_of) in zip(results, statistics, strict=True):
+        values = values_of(xs, ys)
+        _attach_ci(corr, values[~np.isnan(values)], n_boot, alpha)
     return results
 
 

@@ -163,21 +163,32 @@ def spearman_exact_p(x: Sequence[float], y: Sequence[float]) -> float:
 # --------------------------------------------------------------------------------------------
 
 
-def coefficient(name: str, x: np.ndarray, y: np.ndarray) -> float | None:
-    """The coefficient alone, as scipy computes it but without the p-value (tested equal).
+def coefficients(name: str, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """The coefficient of every row pair of two ``[B, n]`` arrays, as scipy computes it (tested equal).
 
-    Bootstrap replicates need only the value, and scipy's p-values (a t or normal tail, or an
-    exact permutation distribution for Kendall) made up most of a study's correlate time.
+    Bootstrap replicates need only the value, by the thousand: scipy's p-values (a t or normal tail,
+    or Kendall's exact permutation distribution) made up most of a study's correlate time, and then
+    its per-call overhead did, so the rows are ranked in one call and Kendall's sign matrices summed
+    as one array. NaN where the coefficient is undefined (fewer than 3 items, a constant row).
     """
-    if undefined_reason(x, y) is not None:
-        return None
-    if name == "spearman":
-        x, y = stats.rankdata(x), stats.rankdata(y)
-    if name in ("spearman", "pearson"):
-        value = np.corrcoef(x, y)[0, 1]
+    xs, ys = np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
+    out = np.full(xs.shape[0], np.nan)
+    if xs.shape[1] < MIN_ITEMS:
+        return out
+    rows = np.flatnonzero(~(np.all(xs == xs[:, :1], axis=1) | np.all(ys == ys[:, :1], axis=1)))
+    if name == "kendall":
+        # Tau-b: (concordant - discordant) / sqrt(pairs untied in x * pairs untied in y); summing the
+        # full sign matrices counts every pair twice on both sides of the ratio. The sums are exact
+        # integers, so summing them as one array changes no bit. Chunks bound the [b, n, n] temporaries.
+        step = max(1, (1 << 21) // xs.shape[1] ** 2)
+        for start in range(0, rows.size, step):
+            r = rows[start:start + step]
+            sx = np.sign(xs[r, :, None] - xs[r, None, :])
+            sy = np.sign(ys[r, :, None] - ys[r, None, :])
+            out[r] = (sx * sy).sum(axis=(1, 2)) / np.sqrt((sx * sx).sum(axis=(1, 2)) * (sy * sy).sum(axis=(1, 2)))
     else:
-        # Kendall tau-b: (concordant - discordant) / sqrt(pairs untied in x * pairs untied in y);
-        # summing over the full sign matrices counts every pair twice on both sides of the ratio.
-        sx, sy = np.sign(x[:, None] - x[None, :]), np.sign(y[:, None] - y[None, :])
-        value = (sx * sy).sum() / math.sqrt((sx * sx).sum() * (sy * sy).sum())
-    return None if math.isnan(value) else float(np.clip(value, -1.0, 1.0))
+        if name == "spearman":
+            xs, ys = stats.rankdata(xs, axis=1), stats.rankdata(ys, axis=1)
+        for i in rows:  # one np.corrcoef per row keeps its exact arithmetic (BLAS order included)
+            out[i] = np.corrcoef(xs[i], ys[i])[0, 1]
+    return np.clip(out, -1.0, 1.0)

@@ -91,21 +91,27 @@ def ndcg(
             raise ConfigError(f"ndcg: k must be a positive integer, got {k!r}")
         cutoff = min(int(k), n_items)
 
-    rel = _relevance(down, relevance)
-    if rel is None:
+    gains = _ndcg_gains(down, relevance, gain)
+    if gains is None:
         return None
-    with np.errstate(over="ignore"):
-        gains = rel if gain == "linear" else np.exp2(rel) - 1.0
     if not np.all(np.isfinite(gains)):
         # 2**rel overflows past rel ~ 1024 (rank relevance with > 1024 RMs, or large raw scores).
         raise DataError("ndcg: exp2 gain overflows; use gain='linear' or a bounded relevance")
+    return _dcg_ratio(bench, gains, _discounts(n_items, cutoff))
+
+
+def _discounts(n_items: int, cutoff: int) -> np.ndarray:
+    """1 / log2(i + 1) for positions i = 1..n_items, 0 past the cutoff."""
     discounts = 1.0 / np.log2(np.arange(2, n_items + 2))
     discounts[cutoff:] = 0.0
+    return discounts
 
+
+def _dcg_ratio(bench: np.ndarray, gains: np.ndarray, discounts: np.ndarray) -> float | None:
+    """DCG of the benchmark's order over the ideal DCG (None when that is 0); see :func:`ndcg`."""
     ideal = float(np.sort(gains)[::-1] @ discounts)
     if ideal <= 0.0:
         return None
-
     # Order by benchmark, best first, then average gains within each block of tied benchmark scores.
     order = np.argsort(-bench, kind="stable")
     ranked_bench = bench[order]
@@ -120,8 +126,11 @@ def ndcg(
 def _ndcg_gains(downstream: np.ndarray, relevance: str, gain: str) -> np.ndarray | None:
     """g(rel) per RM, or None; unlike :func:`ndcg` an exp2 overflow is left to the caller."""
     rel = _relevance(downstream, relevance)
-    if rel is None:
-        return None
+    return None if rel is None else _gain(rel, gain)
+
+
+def _gain(rel: np.ndarray, gain: str) -> np.ndarray:
+    """g(rel): the relevance itself, or 2**rel - 1 (inf where it overflows)."""
     with np.errstate(over="ignore"):
         return rel if gain == "linear" else np.exp2(rel) - 1.0
 
@@ -158,8 +167,7 @@ def _ndcg_null_cached(gains: tuple[float, ...], cutoff: int, seed: int) -> NDCGN
     # Cached by gains: the same downstream column is read against every benchmark column.
     g = np.asarray(gains)
     m = g.size
-    discounts = 1.0 / np.log2(np.arange(2, m + 2))
-    discounts[cutoff:] = 0.0
+    discounts = _discounts(m, cutoff)
     ideal = float(np.sort(g)[::-1] @ discounts)
     mean = float(g.mean() * discounts.sum()) / ideal
     if m <= MAX_EXACT_NDCG:
@@ -265,14 +273,29 @@ def ndcg_statistic(rel: str, g: str, k: int | None) -> Callable[[np.ndarray, np.
     return compute
 
 
-def ndcg_value(rel: str, g: str, k: int | None) -> Callable[[np.ndarray, np.ndarray], float | None]:
-    """NDCG alone for bootstrap replicates (no null: it would be recomputed per replicate)."""
+def ndcg_values(rel: str, g: str, k: int | None) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """NDCG of every row pair of two ``[B, M]`` arrays, equal to :func:`ndcg` (tested), NaN where it
+    is undefined or raises: for bootstrap replicates, which need no null (it would be recomputed
+    per replicate) and whose rows are already checked. Rank relevance ranks every row in one call."""
 
-    def value(x: np.ndarray, y: np.ndarray) -> float | None:
-        try:
-            return ndcg(x, y, relevance=rel, gain=g, k=k)
-        except DataError:
-            return None
+    def values(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+        out = np.full(xs.shape[0], np.nan)
+        n_items = xs.shape[1]
+        if n_items == 0:
+            return out
+        discounts = _discounts(n_items, n_items if k is None else min(int(k), n_items))
+        ranked = n_items - stats.rankdata(-ys, axis=1) if rel == "rank" else None
+        for i in range(xs.shape[0]):
+            try:
+                relevance = ranked[i] if ranked is not None else _relevance(ys[i], rel)
+            except DataError:
+                continue  # negative raw relevance: no value, as ndcg() raising
+            if relevance is None:
+                continue
+            gains = _gain(relevance, g)
+            if np.all(np.isfinite(gains)):
+                value = _dcg_ratio(xs[i], gains, discounts)
+                out[i] = np.nan if value is None else value
+        return out
 
-    return value
-
+    return values

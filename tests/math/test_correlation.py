@@ -10,8 +10,8 @@ import pytest
 from scipy import stats
 
 from rlexp.analysis.bootstrap import bootstrap_prompts, correlate, gain_differences
-from rlexp.analysis.correlation import Corr, coefficient, kendall, pearson, spearman, spearman_exact_p
-from rlexp.analysis.ndcg import DEFAULT_NDCG_VARIANTS, ndcg, ndcg_null
+from rlexp.analysis.correlation import Corr, coefficients, kendall, pearson, spearman, spearman_exact_p
+from rlexp.analysis.ndcg import DEFAULT_NDCG_VARIANTS, ndcg, ndcg_null, ndcg_values
 from rlexp.errors import ConfigError, DataError
 
 # ---------------------------------------------------------------------------------------------
@@ -36,17 +36,23 @@ def test_wrappers_equal_scipy(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_replicate_coefficients_equal_scipy(seed: int) -> None:
-    # The bootstrap's p-value-free path must give scipy's statistic, ties included.
+    # The bootstrap's p-value-free path, one stack of rows at a time, must give scipy's statistic per
+    # row, ties included, and NaN for the rows where none is defined.
     rng = np.random.default_rng(seed)
-    x = rng.normal(size=9)
-    y = -0.4 * x + rng.normal(size=9)
-    xi, yi = rng.integers(0, 3, size=11), rng.integers(0, 4, size=11)  # heavy ties
-    for a, b in ((x, y), (xi, yi), (x[:3], y[:3])):
-        assert coefficient("spearman", a, b) == pytest.approx(stats.spearmanr(a, b).statistic, abs=1e-12)
-        assert coefficient("kendall", a, b) == pytest.approx(stats.kendalltau(a, b).statistic, abs=1e-12)
-        assert coefficient("pearson", a, b) == pytest.approx(stats.pearsonr(a, b).statistic, abs=1e-12)
-    assert coefficient("kendall", np.ones(4), np.arange(4.0)) is None
-    assert coefficient("spearman", np.arange(2.0), np.arange(2.0)) is None
+    x = rng.normal(size=(40, 9))
+    y = -0.4 * x + rng.normal(size=(40, 9))
+    xi, yi = rng.integers(0, 3, size=(40, 11)).astype(float), rng.integers(0, 4, size=(40, 11)).astype(float)
+    xi[3], yi[5] = 1.0, 2.0  # constant rows: undefined
+    scipy_of = {"spearman": stats.spearmanr, "kendall": stats.kendalltau, "pearson": stats.pearsonr}
+    for xs, ys in ((x, y), (xi, yi), (x[:, :3], y[:, :3])):
+        for name, reference in scipy_of.items():
+            got = coefficients(name, xs, ys)
+            for a, b, value in zip(xs, ys, got, strict=True):
+                if np.ptp(a) == 0 or np.ptp(b) == 0:
+                    assert np.isnan(value)
+                else:
+                    assert value == pytest.approx(reference(a, b).statistic, abs=1e-12)
+    assert np.isnan(coefficients("spearman", np.arange(4.0).reshape(2, 2), np.arange(4.0).reshape(2, 2))).all()
 
 
 def test_kendall_is_tau_b_not_tau_a() -> None:
@@ -164,6 +170,25 @@ def test_ndcg_raw_linear_matches_sklearn_when_available() -> None:
     rng = np.random.default_rng(11)
     bench, down = rng.integers(0, 3, size=8).astype(float), rng.random(8)
     assert ndcg(bench, down, relevance="raw") == pytest.approx(metrics.ndcg_score([down], [bench]))
+
+
+@pytest.mark.parametrize(("relevance", "gain", "k"), [("rank", "linear", None), ("minmax", "exp2", 3), ("raw", "linear", 2)])
+def test_ndcg_values_of_a_stack_equal_ndcg_bit_for_bit(relevance: str, gain: str, k: int | None) -> None:
+    # Bootstrap replicates go through ndcg_values; every row must be exactly what ndcg() says (CIs are
+    # compared byte for byte between commits), NaN where ndcg() returns None or raises.
+    rng = np.random.default_rng(4)
+    bench = rng.integers(0, 4, size=(60, 7)).astype(float)  # tied benchmark scores in most rows
+    down = rng.integers(-1, 5, size=(60, 7)).astype(float)  # ties, negatives (raw raises), all-equal rows
+    down[7], down[8] = 2.0, 0.0
+    got = ndcg_values(relevance, gain, k)(bench, down)
+    for a, b, value in zip(bench, down, got, strict=True):
+        try:
+            expected = ndcg(a, b, relevance=relevance, gain=gain, k=k)
+        except DataError:
+            expected = None
+        assert np.isnan(value) if expected is None else value == expected
+    assert not np.isnan(got).all()
+    assert np.isnan(got).any() == (relevance != "rank")  # rank relevance is defined for every row
 
 
 # ---------------------------------------------------------------------------------------------
