@@ -22,11 +22,13 @@ endif
 # Reinstall only when the dependency list changes.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@if [ "$(INSTALLER)" = uv ]; then $(PY) -m pip install -q uv; else $(PY) -m pip install -q --upgrade pip; fi
+	@if [ "$(INSTALLER)" = uv ]; then $(PY) -m pip install -q uv || true; else $(PY) -m pip install -q --upgrade pip; fi
 	@# Without CUDA, take the CPU build of torch first (an unpinned torch pulls a multi-GB CUDA build).
 	@# pip, because a machine's pip.conf may point at a local copy of that build, which uv would not see.
 	@if ! command -v nvidia-smi >/dev/null 2>&1; then $(PY) -m pip install -q "torch==2.13.0"; fi
-	@$(INSTALL) -e ".[dev,suite]"
+	@# uv reads no pip.conf: where it cannot be installed or only pip reaches the index, pip takes over.
+	@$(INSTALL) -e ".[dev,suite]" || { [ "$(INSTALLER)" = uv ] && echo "uv could not install; installing with pip" \
+		&& $(PY) -m pip install -q -e ".[dev,suite]"; }
 	@touch $(STAMP)
 
 setup: $(STAMP)
