@@ -10,25 +10,28 @@ TEST_WORKERS ?= 2
 
 .PHONY: study test setup lint clean vllm-env rewardbench-env
 
-# uv resolves and downloads in parallel: a fresh .venv in ~40 s where pip alone takes ~95 s (2 cores,
-# an empty cache). INSTALLER=pip installs with pip alone (uv does not read pip.conf: indexes, proxies).
+# uv resolves and downloads in parallel: a fresh .venv in ~40 s where pip alone takes ~100 s (2 cores,
+# an empty cache). uv reads no pip.conf, so where it cannot be installed or cannot reach the index, pip
+# takes over; INSTALLER=pip skips uv altogether.
 INSTALLER ?= uv
+PIP := $(PY) -m pip install -q
 ifeq ($(INSTALLER),uv)
-INSTALL := UV_LINK_MODE=copy $(VENV)/bin/uv pip install -q --python $(PY)
+PREPARE := $(PIP) uv || true
+INSTALL := UV_LINK_MODE=copy $(VENV)/bin/uv pip install -q --python $(PY) -e ".[dev,suite]" \
+	|| { echo "uv could not install; installing with pip"; $(PIP) -e ".[dev,suite]"; }
 else
-INSTALL := $(PY) -m pip install -q
+PREPARE := $(PIP) --upgrade pip
+INSTALL := $(PIP) -e ".[dev,suite]"
 endif
 
 # Reinstall only when the dependency list changes.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@if [ "$(INSTALLER)" = uv ]; then $(PY) -m pip install -q uv || true; else $(PY) -m pip install -q --upgrade pip; fi
-	@# Without CUDA, take the CPU build of torch first (an unpinned torch pulls a multi-GB CUDA build).
-	@# pip, because a machine's pip.conf may point at a local copy of that build, which uv would not see.
-	@if ! command -v nvidia-smi >/dev/null 2>&1; then $(PY) -m pip install -q "torch==2.13.0"; fi
-	@# uv reads no pip.conf: where it cannot be installed or only pip reaches the index, pip takes over.
-	@$(INSTALL) -e ".[dev,suite]" || { [ "$(INSTALLER)" = uv ] && echo "uv could not install; installing with pip" \
-		&& $(PY) -m pip install -q -e ".[dev,suite]"; }
+	@$(PREPARE)
+	@# Without CUDA, take the CPU build of torch first (an unpinned torch pulls a multi-GB CUDA build),
+	@# with pip: a machine's pip.conf may point at a local copy of that build, which uv would not see.
+	@if ! command -v nvidia-smi >/dev/null 2>&1; then $(PIP) "torch==2.13.0"; fi
+	@$(INSTALL)
 	@touch $(STAMP)
 
 setup: $(STAMP)
