@@ -29,11 +29,12 @@ NDCG_NULL_DRAWS = 10_000
 
 
 def _relevance(downstream: np.ndarray, relevance: str) -> np.ndarray | None:
-    """Each RM's relevance under one transform; None where the transform is undefined."""
+    """Each RM's relevance under one transform; None where the transform is undefined. The rank
+    transform also takes a ``[B, M]`` stack of bootstrap replicates, ranking each row."""
     if relevance == "rank":
         # rank 1 = best; tied downstream scores share their average rank.
-        down_rank = stats.rankdata(-downstream, method="average")
-        return downstream.size - down_rank
+        down_rank = stats.rankdata(-downstream, method="average", axis=-1)
+        return downstream.shape[-1] - down_rank
     if relevance == "minmax":
         lo, hi = downstream.min(), downstream.max()
         if hi == lo:
@@ -284,7 +285,7 @@ def ndcg_values(rel: str, g: str, k: int | None) -> Callable[[np.ndarray, np.nda
         if n_items == 0:
             return out
         discounts = _discounts(n_items, n_items if k is None else min(int(k), n_items))
-        ranked = n_items - stats.rankdata(-ys, axis=1) if rel == "rank" else None
+        ranked = _relevance(ys, "rank") if rel == "rank" else None
         for i in range(xs.shape[0]):
             try:
                 relevance = ranked[i] if ranked is not None else _relevance(ys[i], rel)
