@@ -61,18 +61,20 @@ def _pool_cfg(cfg: DictConfig, preset: str, prompt_set: str) -> DictConfig:
                                 *([f"prompts.limit={PROMPT_LIMIT}"] if PROMPT_LIMIT else []), inputs.UNUSED_RM])
 
 
-def _pairs(prompts: list[PromptItem], texts: list[list[str]], gold: np.ndarray, source: str) -> list[dict[str, Any]]:
-    """Up to PAIRS_PER_PROMPT (better, worse) pairs per prompt from its non-empty samples, some labels swapped."""
+def gold_pairs(prompts: list[PromptItem], texts: list[list[str]], gold: np.ndarray, source: str, *,
+               margin: float = MIN_MARGIN, noise: float = LABEL_NOISE) -> list[dict[str, Any]]:
+    """Up to PAIRS_PER_PROMPT (better, worse) pairs per prompt from its non-empty samples, the two at least
+    ``margin`` apart in gold, with probability ``noise`` the labels swapped (pair rows, PAIRS_ARROW_SCHEMA)."""
     rows = []
     for item, row, scores in zip(prompts, texts, gold, strict=True):
         # An empty sample is no answer to prefer; ties in gold keep sample order (stable sort).
         ranked = sorted((j for j, text in enumerate(row) if text.strip()), key=lambda j: -scores[j])
         for i in range(min(PAIRS_PER_PROMPT, len(ranked) // 2)):
             best, worst = ranked[i], ranked[-1 - i]
-            if scores[best] - scores[worst] < MIN_MARGIN:
+            if scores[best] - scores[worst] < margin:
                 break
             chosen, rejected = row[best], row[worst]
-            if random.Random(f"{source}:{item.prompt_id}:{i}").random() < LABEL_NOISE:
+            if random.Random(f"{source}:{item.prompt_id}:{i}").random() < noise:
                 chosen, rejected = rejected, chosen
             rows.append({"id": f"{source}/{item.prompt_id}/{i}", "prompt": item.prompt, "chosen": chosen,
                          "rejected": rejected, "source": source,
@@ -103,7 +105,7 @@ def on_policy_pairs(ref: str, cfg: DictConfig) -> tuple[str, str]:
     def body(ctx: RunContext) -> dict[str, Any]:
         rows, counts = [], {}
         for name, prompts, texts, gold in parts:
-            got = _pairs(prompts, texts, gold, f"on_policy_{name}")
+            got = gold_pairs(prompts, texts, gold, f"on_policy_{name}")
             rows += got
             counts[name] = {"prompts": len(prompts), "pairs": len(got)}
         path = ctx.work_dir / "pairs.parquet"
