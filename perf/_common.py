@@ -115,3 +115,21 @@ def length_groups(prompts: list[Any], k: int) -> list[str]:
     from rlexp.sandbox.planner import infer_aspects
 
     return [length_group(known_titles(infer_aspects(top_posts(p.profile, k, p.prompt))), p.hidden) for p in prompts]
+
+
+def extra_training_users(world: Any, n: int, seed: int = 0) -> list[Any]:
+    """``n`` training users beyond a sandbox world's own, drawn as the world draws its users but from a
+    random stream of their own (``train-users-extra``), so the first ``n`` are the same for any ``n``."""
+    from rlexp.sandbox.rng import make_rng
+    from rlexp.sandbox.sites import SITES_BY_DOMAIN
+    from rlexp.sandbox.users import PoleBalancer, make_user
+
+    rng, balancer, domains = make_rng(seed, "train-users-extra"), PoleBalancer(), list(SITES_BY_DOMAIN)
+    return [make_user(f"tx{i:05d}", domains[i % len(domains)], world.knobs, balancer, rng) for i in range(n)]
+
+
+def held_out_questions(world: Any) -> set[str]:
+    """Every question of a sandbox world's evaluation prompt sets and of its Personalized RewardBench:
+    what no training data built beside the world may ask."""
+    held = {p.prompt for (_, split), items in world.prompts.items() if split == "eval" for p in items}
+    return held | {item.question for item in world.prb}

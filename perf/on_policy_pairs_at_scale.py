@@ -7,7 +7,7 @@ a question an evaluation prompt set or PRB owns). The study's policy samples 16 
 rubric scores them, and the pairs are made as the ``policy:`` source makes them
 (``rlexp.inputs.on_policy.gold_pairs``: i-th best against i-th worst), with the label noise and gold margin
 asked. Pools and gold scores are records of the store, so another ``--noise``/``--margin`` reruns in
-seconds. Writes ``OUT/own-<N>-noise<x>-margin<y>.parquet`` for ``rlexp train_rm data=local
+seconds. Writes ``OUT/own-<N>-from<skip>-noise<x>-margin<y>.parquet`` for ``rlexp train_rm data=local
 data.sources.local=FILE data.max_rows=null``.
 
     RLEXP_ROOT=<study store> python perf/on_policy_pairs_at_scale.py OUT N [--skip 0] [--noise 0] [--margin 0.25]
@@ -19,7 +19,7 @@ import argparse
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from _common import compose
+from _common import compose, extra_training_users, held_out_questions
 
 STUDY = ("experiment=sandbox_study", "model=tiny_llama", "prompts=personalized", "prompts.split=train",
          "sampling.n=16", "sampling.draw=kept", "runtime.threads=1")
@@ -30,32 +30,23 @@ def write_prompts(out: Path, n: int, skip: int, parts: int) -> list[Path]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from rlexp.data.schemas import PROMPTS_ARROW_SCHEMA, PromptItem
+    from rlexp.data.schemas import PROMPTS_ARROW_SCHEMA
     from rlexp.sandbox import pairs
-    from rlexp.sandbox.personal import topic_of
-    from rlexp.sandbox.prompts import prompt_row
+    from rlexp.sandbox.prompts import personalized_item, prompt_row
     from rlexp.sandbox.rng import make_rng
-    from rlexp.sandbox.sites import SITES, SITES_BY_DOMAIN
+    from rlexp.sandbox.sites import SITES
     from rlexp.sandbox.splits import draw_question
-    from rlexp.sandbox.users import PoleBalancer, make_narrative, make_user
     from rlexp.sandbox.world import build_world
 
     world = build_world(0)
-    rng, balancer, domains = make_rng(0, "train-users-extra"), PoleBalancer(), list(SITES_BY_DOMAIN)
-    users = [make_user(f"tx{i:05d}", domains[i % len(domains)], world.knobs, balancer, rng) for i in range(skip + n)]
     qrng = make_rng(0, "onpolicy-extra-prompts", str(skip))
-    held_out = {p.prompt for (_, split), items in world.prompts.items() if split == "eval" for p in items}
-    held_out |= {item.question for item in world.prb}
+    held_out = held_out_questions(world)
     items = []
-    for u in users[skip:]:
+    for u in extra_training_users(world, skip + n)[skip:]:
         q = draw_question(SITES[u.category], "train", qrng, world.registry, pairs.OWNER)
         if q in held_out:
             raise SystemExit(f"{u.user_id}: asks an evaluation prompt")
-        narrative, rubric = make_narrative(u, topic_of(q, SITES[u.category]), qrng)
-        hidden = {"aspects": u.titles, "narrative": narrative, "user_id": u.user_id, "domain": u.domain,
-                  "category": u.category,
-                  "rubric_aspects": [{"aspect": a.aspect, "evidence": a.evidence, "reason": a.reason} for a in rubric]}
-        items.append(PromptItem(f"pers-xtrain-{u.user_id}", q, "personalized", u.profile, hidden))
+        items.append(personalized_item(f"pers-xtrain-{u.user_id}", q, u, qrng))
     folders = []
     for k in range(parts):
         folder = out / f"part{k}"

@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from _common import extra_training_users, held_out_questions
+
 
 def main() -> None:
     import pyarrow as pa
@@ -25,8 +27,6 @@ def main() -> None:
     from rlexp.sandbox import pairs
     from rlexp.sandbox.materialise import pair_row
     from rlexp.sandbox.rng import make_rng
-    from rlexp.sandbox.sites import SITES_BY_DOMAIN
-    from rlexp.sandbox.users import PoleBalancer, make_user
     from rlexp.sandbox.world import build_world
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -40,11 +40,9 @@ def main() -> None:
     need = max(args.sizes) - len(base)
     per_user = len(base) // len(world.train_users)
     n_users = max(0, -(-need // per_user))
-    rng, balancer, domains = make_rng(args.seed, "train-users-extra"), PoleBalancer(), list(SITES_BY_DOMAIN)
-    users = [make_user(f"tx{i:05d}", domains[i % len(domains)], world.knobs, balancer, rng) for i in range(n_users)]
+    users = extra_training_users(world, n_users, args.seed)
     extra = pairs.build_personal(users, world.knobs, make_rng(args.seed, "pairs", "personal-extra"), world.registry)
-    held_out = {p.prompt for (_, split), items in world.prompts.items() if split == "eval" for p in items}
-    held_out |= {item.question for item in world.prb}
+    held_out = held_out_questions(world)
     leaked = [p.id for p in extra if p.prompt in held_out]
     if leaked:
         raise SystemExit(f"{leaked[0]}: asks an evaluation prompt")

@@ -58,19 +58,24 @@ def build_personalized(
         picked = [q for q in slots if registry.owner(q) is None][:per_user]
         for j, q in enumerate(picked):
             registry.claim(q, owner("personalized", split))
-            topic = topic_of(q, SITES[user.category])
-            narrative, rubric = make_narrative(user, topic, rng)
-            hidden: dict[str, Any] = {
-                "aspects": user.titles,
-                "rubric_aspects": [{"aspect": a.aspect, "evidence": a.evidence, "reason": a.reason} for a in rubric],
-                "narrative": narrative,
-                "user_id": user.user_id,
-                "domain": domain,
-                "category": user.category,
-            }
-            items.append(PromptItem(f"pers-{split}-{i:05d}-{j}", q, "personalized", user.profile, hidden))
+            items.append(personalized_item(f"pers-{split}-{i:05d}-{j}", q, user, rng))
         users.append(user)
     return items, users
+
+
+def personalized_item(prompt_id: str, question: str, user: SandboxUser, rng: random.Random) -> PromptItem:
+    """A personalized prompt: ``user``'s question with their profile, and in ``hidden`` what the rubric
+    judge reads (the user's aspects, a narrative and rubric aspects drawn from ``rng`` for the topic)."""
+    narrative, rubric = make_narrative(user, topic_of(question, SITES[user.category]), rng)
+    hidden: dict[str, Any] = {
+        "aspects": user.titles,
+        "rubric_aspects": [{"aspect": a.aspect, "evidence": a.evidence, "reason": a.reason} for a in rubric],
+        "narrative": narrative,
+        "user_id": user.user_id,
+        "domain": user.domain,
+        "category": user.category,
+    }
+    return PromptItem(prompt_id, question, "personalized", user.profile, hidden)
 
 
 def build_general(
