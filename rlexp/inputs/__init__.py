@@ -40,6 +40,7 @@ from rlexp.errors import ConfigError, misread_as_number
 from rlexp.inputs import worlds
 from rlexp.inputs.worlds import comparison_world as comparison_world
 from rlexp.inputs.worlds import is_sandbox_ref as is_sandbox_ref
+from rlexp.inputs.worlds import read_id as read_id
 from rlexp.inputs.worlds import sandbox_record as sandbox_record
 from rlexp.inputs.worlds import sandbox_world as sandbox_world
 from rlexp.models.chat_lm import ChatLM
@@ -82,12 +83,12 @@ def user_pair_benchmark(cfg: DictConfig, name: str, ids: dict[str, str]) -> list
         raise ConfigError(f"benchmark.{name}.user_context=persona needs benchmark.{name}.survey (PRISM's survey)")
     path, data_id = data_ref(b.source, cfg)
     items = load_user_pairs(path, split=str(b.split))
-    ids[name] = data_id or path
+    ids[name] = read_id(data_id, path, items)
     surveys = None
     if persona:
         survey_path, survey_id = data_ref(b.survey, cfg)
         surveys = load_prism_survey(survey_path)
-        ids[f"{name}_survey"] = survey_id or survey_path
+        ids[f"{name}_survey"] = read_id(survey_id, survey_path, surveys)
     cases = user_pair_cases(items, str(b.eval_split), surveys)
     return cases[: b.limit] if b.limit is not None else cases
 
@@ -196,7 +197,9 @@ def prompt_set(cfg: DictConfig, split: str | None = None) -> tuple[list[PromptIt
     if not cfg.prompts.source:
         raise ConfigError(f"prompts={cfg.prompts.name} names neither a source nor suite tasks")
     path, data_id = data_ref(cfg.prompts.source, cfg)
-    return load_prompt_set(cfg.prompts, path, split or cfg.prompts.split, data_id)
+    items, prompts_id = load_prompt_set(cfg.prompts, path, split or cfg.prompts.split, data_id)
+    # A sandbox prompt set is named by its world's record; any other by what was read from it.
+    return items, prompts_id if data_id is not None else f"{prompts_id}#{worlds.rows_hash(items)}"
 
 
 # The `rm` override of a BoN/PPO config composed only for its pool: sample_config drops the RM.

@@ -3,13 +3,15 @@
 The main world (``rlexp data``) holds RewardBench 2, Personalized RewardBench, the training sources,
 the downstream prompt sets and the corpora. The Chatbot Arena-/PRISM-Personalized analogues are a
 second record of the same seed and difficulty (:mod:`rlexp.sandbox.comparison`): adding them left
-the main world, and every record built on it, byte for byte as it was.
+the main world, and every record built on it, byte for byte as it was. Data read from anywhere else
+(a local file or folder, a hub dataset) is named in a record's inputs by :func:`read_id`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from rlexp.errors import ConfigError
 from rlexp.runtime import RunContext, execute
 from rlexp.sandbox.comparison import COMPARISON_FILES, COMPARISON_VERSION, materialise_comparison
 from rlexp.sandbox.materialise import WORLD_VERSION, materialise
-from rlexp.store import Record, Store
+from rlexp.store import Record, Store, content_hash
 
 # Short names for the files of the sandbox world ("sandbox:<name>" in configs).
 SANDBOX_FILES: dict[str, str] = {
@@ -113,3 +115,19 @@ def data_ref(ref: str, cfg: DictConfig) -> tuple[str, str | None]:
         raise ConfigError(f"unknown sandbox source {ref!r}; known: {known}")
     folder, data_id = sandbox_world(cfg)
     return str(folder / SANDBOX_FILES[name]), data_id
+
+
+def rows_hash(rows: Sequence[Any] | Mapping[str, Any]) -> str:
+    """A short hash of rows read from a data source (dataclasses or plain values)."""
+
+    def plain(row: Any) -> Any:
+        return dataclasses.asdict(row) if dataclasses.is_dataclass(row) and not isinstance(row, type) else row
+
+    return content_hash({k: plain(v) for k, v in rows.items()} if isinstance(rows, Mapping) else [plain(r) for r in rows])
+
+
+def read_id(data_id: str | None, path: str, rows: Sequence[Any] | Mapping[str, Any]) -> str:
+    """What names data read from ``path`` in a record's inputs: its sandbox record id, or for a local
+    file/folder or hub dataset the path and a hash of the rows read from it, so that a source edited in
+    place is read afresh instead of matching the records made from its old content."""
+    return data_id if data_id is not None else f"{path}#{rows_hash(rows)}"

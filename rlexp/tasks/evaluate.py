@@ -180,7 +180,7 @@ def run(cfg: DictConfig) -> Record:
         rb2 = load_rb2(path, subsets=subsets, limit=b.limit)
         if not rb2:  # before any model is loaded, and naming what was empty
             raise DataError(f"RewardBench 2 source {path}: no rows to score (subsets={subsets}, limit={b.limit})")
-        ids["rb2"] = data_id or path
+        ids["rb2"] = inputs.read_id(data_id, path, rb2)
     if cfg.benchmark.prb is not None:
         b = cfg.benchmark.prb
         path, data_id = inputs.data_ref(b.source, cfg)
@@ -188,7 +188,7 @@ def run(cfg: DictConfig) -> Record:
         prb = load_prb(path, domains=domains, limit=b.limit)
         if not prb:
             raise DataError(f"Personalized RewardBench source {path}: no rows to score (domains={domains}, limit={b.limit})")
-        ids["prb"] = data_id or path
+        ids["prb"] = inputs.read_id(data_id, path, prb)
     users = {name: inputs.user_pair_benchmark(cfg, name, ids) for name in USER_PAIR_SETS if cfg.benchmark.get(name) is not None}
     return execute("evaluate", cfg, lambda ctx: _evaluate(ctx, cfg, rm, rb2, prb, users), ids)
 
