@@ -185,15 +185,18 @@ def prompt_set(cfg: DictConfig, split: str | None = None) -> tuple[list[PromptIt
     """The configured prompt split, and the id of where it came from.
 
     A suite prompt set (``prompts.tasks``) reads each task's own dataset; its id is the tasks'
-    settings (sources, splits, limits, seeds), all of which are in the prompt set's config. Any
-    other reads ``prompts.source`` in its ``prompts.format`` (rlexp's prompt files or LaMP-QA).
+    settings (sources, splits, limits, seeds) and a hash of the prompts read. Any other reads
+    ``prompts.source`` in its ``prompts.format`` (rlexp's prompt files or LaMP-QA): a sandbox prompt
+    set is named by its world's record, any other by where it was read and a hash of what was read.
     """
     if cfg.prompts.get("tasks"):
         if split not in (None, cfg.prompts.split):
             raise ConfigError(f"prompts={cfg.prompts.name} is a suite of evaluation tasks with no {split!r} split; "
                               "train PPO on another prompt set")
         tasks = task_settings(cfg.prompts.tasks)
-        return load_suite(tasks), f"suite:{content_hash({k: dataclasses.asdict(v) for k, v in tasks.items()})}"
+        items = load_suite(tasks)
+        settings = content_hash({k: dataclasses.asdict(v) for k, v in tasks.items()})
+        return items, f"suite:{settings}#{worlds.rows_hash(items)}"  # the rows: a task export edited in place
     if not cfg.prompts.source:
         raise ConfigError(f"prompts={cfg.prompts.name} names neither a source nor suite tasks")
     path, data_id = data_ref(cfg.prompts.source, cfg)

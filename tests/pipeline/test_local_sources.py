@@ -67,3 +67,27 @@ def test_an_edited_local_benchmark_is_scored_again(world: Path, rms: dict[str, s
     first_id = before.id.iloc[0]
     changed = before[before.id == first_id].score.to_numpy() != after[after.id == first_id].score.to_numpy()
     assert changed.all() and (before[before.id != first_id].score.to_numpy() == after[after.id != first_id].score.to_numpy()).all()
+
+
+def test_an_edited_suite_task_export_gets_a_new_prompt_set_id(world: Path, tmp_path: Path) -> None:
+    import json
+
+    from rlexp import inputs
+    from tests.downstream.test_suite_bon import FIXTURES, SUITE
+
+    local = tmp_path / "gsm8k"
+    shutil.copytree(FIXTURES / "gsm8k", local)
+    suite = [*SUITE, f"prompts.tasks.gsm8k.source={local}"]
+
+    def prompt_set() -> tuple[list, str]:
+        return inputs.prompt_set(compose("bon", "rm=unused", *suite))
+
+    items, first = prompt_set()
+    assert prompt_set()[1] == first
+    rows = [json.loads(line) for line in (local / "test.jsonl").read_text().splitlines()]
+    rows[0]["question"] = "What is 2 + 2?"
+    (local / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    edited_items, edited = prompt_set()
+    assert edited != first and edited.split("#")[0] == first.split("#")[0]  # same settings, other rows
+    assert any("What is 2 + 2?" in i.prompt for i in edited_items)
+    assert not any("What is 2 + 2?" in i.prompt for i in items)
