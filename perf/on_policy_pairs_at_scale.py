@@ -60,15 +60,10 @@ def write_prompts(out: Path, n: int, skip: int, parts: int) -> list[Path]:
 def sampled_and_judged(folder: Path) -> tuple[list, list[list[str]], object]:
     """The policy's 16 samples per prompt of one folder and their gold scores (store records, reused)."""
     from rlexp import inputs
-    from rlexp.downstream.pool_scoring import pool_matrix
-    from rlexp.scoring.factory import judge_key
-    from rlexp.store import Store
+    from rlexp.inputs.on_policy import judged_pool
 
-    cfg = compose("bon", *STUDY, f"prompts.source={folder}", inputs.UNUSED_RM)
-    pool, prompts = inputs.pool(cfg)
-    gold, _ = inputs.pool_scores(cfg, pool_record=pool, prompts=prompts, scorer_key=judge_key(cfg.judge, "personalized"),
-                                 make_scorer=lambda: inputs.gold_judge(cfg, "personalized"), role="gold")
-    texts, _ = pool_matrix(str(Store(cfg.paths.store).resolve(pool.artifacts["pool"])), prompts)
+    _, prompts, texts, gold, _ = judged_pool(compose("bon", *STUDY, f"prompts.source={folder}", inputs.UNUSED_RM),
+                                             "personalized")
     return prompts, texts, gold
 
 

@@ -32,7 +32,7 @@ from rlexp.downstream.pool_scoring import pool_matrix
 from rlexp.errors import ConfigError
 from rlexp.runtime import RunContext, compose_task, execute
 from rlexp.scoring.factory import judge_key
-from rlexp.store import Store
+from rlexp.store import Record, Store
 
 PREFIX = "policy:"
 SAMPLES = 16
@@ -59,6 +59,16 @@ def _pool_cfg(cfg: DictConfig, preset: str, prompt_set: str) -> DictConfig:
                                 f"runtime.threads={cfg.runtime.threads}", *keep, *world, f"model={preset}",
                                 f"prompts={prompt_set}", "prompts.split=train", f"sampling.n={SAMPLES}",
                                 *([f"prompts.limit={PROMPT_LIMIT}"] if PROMPT_LIMIT else []), inputs.UNUSED_RM])
+
+
+def judged_pool(cfg: DictConfig, prompt_set: str) -> tuple[Record, list[PromptItem], list[list[str]], np.ndarray, str]:
+    """A Best-of-N config's pool (sampled on first use), its texts per prompt, and their gold scores by the
+    judge of ``prompt_set`` (cached in the store): (pool record, prompts, texts, gold, gold scores' id)."""
+    pool, prompts = inputs.pool(cfg)
+    gold, gold_id = inputs.pool_scores(cfg, pool_record=pool, prompts=prompts, scorer_key=judge_key(cfg.judge, prompt_set),
+                                       make_scorer=lambda: inputs.gold_judge(cfg, prompt_set), role="gold")
+    texts, _ = pool_matrix(str(Store(cfg.paths.store).resolve(pool.artifacts["pool"])), prompts)
+    return pool, prompts, texts, gold, gold_id
 
 
 def gold_pairs(prompts: list[PromptItem], texts: list[list[str]], gold: np.ndarray, source: str, *,
@@ -95,10 +105,7 @@ def on_policy_pairs(ref: str, cfg: DictConfig) -> tuple[str, str]:
         scfg = _pool_cfg(cfg, preset, name)
         if not str(scfg.prompts.source).startswith("sandbox:"):
             raise ConfigError(f"data source {ref!r}: on-policy pairs need the sandbox's {name} prompts and gold judges")
-        pool, prompts = inputs.pool(scfg)
-        gold, gold_id = inputs.pool_scores(scfg, pool_record=pool, prompts=prompts, scorer_key=judge_key(scfg.judge, name),
-                                           make_scorer=lambda c=scfg, k=name: inputs.gold_judge(c, k), role="gold")
-        texts, _ = pool_matrix(str(Store(scfg.paths.store).resolve(pool.artifacts["pool"])), prompts)
+        pool, prompts, texts, gold, gold_id = judged_pool(scfg, name)
         parts.append((name, prompts, texts, gold))
         ids.update({f"pool/{name}": pool.id, f"gold/{name}": gold_id})
 
