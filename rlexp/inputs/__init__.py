@@ -239,10 +239,11 @@ def _sample(ctx: RunContext, cfg: DictConfig, policy_path: str, prompts: list[Pr
     }
 
 
-def sample(cfg: DictConfig) -> Record:
-    """The pool record of a `sample` config: (policy, prompt set, n, sampling settings, seed)."""
+def sample(cfg: DictConfig, loaded: tuple[list[PromptItem], str] | None = None) -> Record:
+    """The pool record of a `sample` config: (policy, prompt set, n, sampling settings, seed).
+    ``loaded``: the config's prompt set and its id when the caller has read them already."""
     OmegaConf.to_object(cfg.sampling)  # its checks run here: bad settings fail before any model loads
-    prompts, prompts_id = prompt_set(cfg)
+    prompts, prompts_id = loaded or prompt_set(cfg)
     policy_path, policy_id, _ = policy(cfg)
     check_generation_length(policy_path, int(cfg.sampling.max_new_tokens), "sampling.max_new_tokens")
     ids = {"policy": policy_id, "prompts": prompts_id}
@@ -252,8 +253,8 @@ def sample(cfg: DictConfig) -> Record:
 def pool(cfg: DictConfig) -> tuple[Record, list[PromptItem]]:
     """The pool record for a BoN/PPO config's (policy, prompts, sampling, seed), sampled on first use."""
     scfg = sample_config(cfg)
-    prompts, _ = prompt_set(scfg)
-    return sample(scfg), prompts
+    loaded = prompt_set(scfg)  # read (and, outside the sandbox, hashed) once for the record and the caller
+    return sample(scfg, loaded), loaded[0]
 
 
 def first_pool_config(cfg: DictConfig) -> DictConfig:
