@@ -22,6 +22,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from typing import Any
 
+from rlexp.errors import ConfigError
+
 Result = tuple[str | None, str | None]  # (record id, error)
 
 
@@ -111,6 +113,22 @@ def run_jobs(
     for job in waiting:  # only a cycle of needs leaves a job here
         results[job.key] = (None, "not run: its needs wait on each other")
     return results
+
+
+def worker_count(n_jobs: int | None, setting: str = "n_jobs", per_worker_gib: float = 2.0) -> int:
+    """``n_jobs`` worker processes, or with None as many as this machine runs side by side: its usable
+    cores (joblib's count, which honours CPU affinity and cgroup CPU quotas, as under SLURM or in a
+    container), at most one per ``per_worker_gib`` of available memory (a sandbox study worker peaks
+    at about 1 GiB). ``setting`` names the option in the error for a count below 1."""
+    if n_jobs is not None:
+        if int(n_jobs) < 1:
+            raise ConfigError(f"{setting}={n_jobs}: needs at least 1 worker process, or null for one per usable core")
+        return int(n_jobs)
+    import joblib
+    import psutil
+
+    memory = int(psutil.virtual_memory().available / 2**30 // per_worker_gib)
+    return max(1, min(joblib.cpu_count(), memory))
 
 
 class KindClock:

@@ -236,7 +236,9 @@ class StudyGrid:
     # seed's draw: in the sandbox the seed moves it as much as the choice of RM (docs/sandbox.md).
     # null = one run per pick, at the study's seed. Not combined with ``seeds``.
     ppo_seeds: list[int] | None = None
-    n_jobs: int = 2
+    # Worker processes (each with runtime.threads torch threads); null: one per usable core, at most one
+    # per 2 GiB of available memory (rlexp/job_graph.py worker_count). Results do not depend on it.
+    n_jobs: int | None = None
     # Decide steps whose record exists in the parent, from the ledger of steps run before with the
     # same code and configs (tasks/study.py StepLedger); false dispatches every step (as before).
     step_ledger: bool = True

@@ -29,7 +29,7 @@ from rlexp import inputs
 from rlexp.config import CONF_DIR
 from rlexp.config.tasks import StudyGrid
 from rlexp.errors import ConfigError, RlexpError
-from rlexp.job_graph import Job, KindClock, Result, run_jobs
+from rlexp.job_graph import Job, KindClock, Result, run_jobs, worker_count
 from rlexp.runtime import compose_task, hydra_entry, one_line, quote
 from rlexp.scoring.factory import check_gold_judge
 from rlexp.store import Record, Store, content_hash
@@ -210,7 +210,7 @@ class StudyPlan:
                 down = self.config(task, [f"prompts={ps}"])
                 check_gold_judge(down.judge, down.prompts)
         self.threads = int(cfg.runtime.threads)
-        self.n_jobs = int(g.n_jobs)
+        self.n_jobs = worker_count(g.n_jobs, "study.n_jobs")
         self.ledger = StepLedger(Store(cfg.paths.store), enabled=bool(g.step_ledger) and not bool(cfg.get("force", False)))
 
     def overrides(self, task: str, overrides: list[str], seed: int | None = None) -> list[str]:

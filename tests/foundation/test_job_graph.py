@@ -102,3 +102,19 @@ def test_a_worker_that_dies_fails_its_job_and_the_next_jobs_get_a_fresh_executor
     assert out["after"] == (None, "not run: die failed")
     again = run_jobs([_job("a", log), _job("b", log, 0.0, "a")], _die, 2)
     assert again == {"a": ("id-a", None), "b": ("id-b<id-a>", None)}
+
+
+def test_worker_count_is_the_setting_or_what_the_machine_holds() -> None:
+    """A set count is kept; null takes one worker per usable core, fewer where memory would not hold
+    them (a 2 GiB worker on this machine, a worker the size of all memory: one)."""
+    import joblib
+    import psutil
+
+    from rlexp.errors import ConfigError
+    from rlexp.job_graph import worker_count
+
+    assert worker_count(3) == 3
+    assert worker_count(None) == min(joblib.cpu_count(), int(psutil.virtual_memory().available / 2**30 // 2))
+    assert worker_count(None, per_worker_gib=psutil.virtual_memory().total / 2**30) == 1
+    with pytest.raises(ConfigError, match=r"study.n_jobs=0: needs at least 1 worker"):
+        worker_count(0, "study.n_jobs")

@@ -237,3 +237,10 @@ def test_quote_keeps_every_value_as_hydra_reads_it(value: str) -> None:
     from rlexp.runtime import compose_task, quote
 
     assert compose_task("ppo", ["logger=none", f"rm={quote(value)}"]).rm == value
+
+
+def test_no_worker_is_one_line(root: Path) -> None:
+    out = _study("study.n_jobs=0")
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "study.n_jobs=0: needs at least 1 worker" in out.stderr
+    assert not (root / "runs").exists()
