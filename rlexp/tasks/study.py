@@ -248,6 +248,7 @@ class StudyPlan:
             self.ledger.remember([step], {key: result})
             clock.finished(key, result)
 
+        log.info("study: %d worker process(es), %d torch thread(s) each", self.n_jobs, self.threads)
         results = run_jobs(jobs, partial(run_step, threads=self.threads), self.n_jobs, decided=decided,
                            started=clock.started, finished=finished)
         for key, result in results.items():
