@@ -62,6 +62,7 @@ HASH_NEUTRAL: dict[tuple[str, str], Any] = {
     ("sampling", "top_k"): 50,
     ("sampling", "policy_profile"): "posts",  # every older pool showed the policy the posts
     ("sampling", "draw"): "full",  # every older pool drew from transformers' multinomial
+    ("trainer", "response_logits_only"): False,  # every older PPO run computed the logits of every position
     # LaMP-QA prompt sets; every older prompt set is in rlexp's format. A None default drops the key
     # whatever its value: domains and retriever_model are in the prompt set's id (an input of the pool).
     ("prompts", "format"): "rlexp",

@@ -145,6 +145,10 @@ class PPOSettings:
     save_steps: int = 0  # 0: no intermediate checkpoints
     logging_steps: int = 1
     bf16: str = "auto"
+    # The policy's and the reference's logits at the response positions only (rlexp/downstream/ppo.py,
+    # logits_at_responses): the same logits, less compute and memory with long prompts; the gradients
+    # differ by float noise (the output layer's weight gradient sums fewer rows), so other weights.
+    response_logits_only: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 

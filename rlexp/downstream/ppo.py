@@ -14,8 +14,9 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,59 @@ def frozen_heap() -> Iterator[None]:
         yield
     finally:
         gc.unfreeze()
+
+
+class TailLogits:
+    """A batch's logits at its last positions only, sliced as if it held every position.
+
+    TRL's PPO reads the policy's and the reference's logits once, as ``logits[:, context_length - 1 :
+    -1]``: the positions that predict the response. A slice that would need an earlier position fails
+    instead of returning the wrong rows."""
+
+    def __init__(self, tail: Any, length: int) -> None:
+        self.tail, self.length = tail, length
+        self.offset = length - tail.shape[1]
+
+    def __getitem__(self, key: Any) -> Any:
+        rows, cols = key if isinstance(key, tuple) and len(key) == 2 else (None, None)
+        if rows != slice(None) or not isinstance(cols, slice) or cols.step not in (None, 1):
+            raise TypeError(f"TailLogits supports [:, start:stop] only, got {key!r}")
+        start = (cols.start or 0) + (self.length if (cols.start or 0) < 0 else 0) - self.offset
+        if start < 0:
+            raise ValueError(f"logits were kept for the last {self.tail.shape[1]} of {self.length} positions; "
+                             f"the slice starts {-start} position(s) earlier")
+        stop = cols.stop if cols.stop is None or cols.stop < 0 else cols.stop - self.offset
+        return self.tail[:, start:stop]
+
+
+@contextmanager
+def logits_at_responses(response_length: int) -> Iterator[None]:
+    """Inside the block, TRL's PPO computes the policy's and the reference's logits at the positions that
+    predict a response token only (``logits_to_keep``), not over the prompt as well.
+
+    A rollout's response has at most ``response_length`` tokens, so the last ``response_length + 1``
+    positions hold every one TRL reads. The logits are the same floats; the backward pass is cheaper
+    and the logits tensor is ``response_length + 1`` positions long instead of the whole sequence (with
+    a 128k vocabulary and long prompts, most of the forward pass's memory). The output layer's weight
+    gradient then sums fewer (zero) rows, which changes the weights by float noise.
+    """
+    from trl.experimental.ppo import ppo_trainer as trl_ppo
+
+    full = trl_ppo.forward
+    keep = response_length + 1
+
+    def forward(model: Any, query_responses: Any, pad_token_id: int) -> Any:
+        length = query_responses.shape[1]
+        out = full(partial(model, logits_to_keep=min(keep, length)), query_responses, pad_token_id)
+        policy_out = out[0] if isinstance(out, tuple) else out  # PolicyAndValueWrapper: (policy, values)
+        policy_out.logits = TailLogits(policy_out.logits, length)
+        return out
+
+    trl_ppo.forward = forward
+    try:
+        yield
+    finally:
+        trl_ppo.forward = full
 
 
 def _torch() -> Any:
@@ -194,8 +248,9 @@ def train_ppo(
     dataset: Any,
     peft_config: Any = None,
     callbacks: list[Any] | None = None,
+    response_logits_only: bool = False,
 ) -> tuple[Any, Any, dict[str, Any], dict[str, list[float]]]:
-    """Run TRL's PPOTrainer.
+    """Run TRL's PPOTrainer (``response_logits_only``: inside :func:`logits_at_responses`).
 
     Returns (trained policy, trained value model, final metrics, per-update curves of
     :data:`CURVE_KEYS`). The curves show at a glance whether a run learned or collapsed: a falling
@@ -219,7 +274,8 @@ def train_ppo(
         raise ConfigError(f"PPO: {' '.join(str(exc).split())[:300]}") from None
     drop_log_printer(trainer)
     _drop_banner(trainer.accelerator)
-    with frozen_heap():
+    tail = logits_at_responses(int(args.response_length)) if response_logits_only else nullcontext()
+    with frozen_heap(), tail:
         trainer.train()
     history = [h for h in trainer.state.log_history if "objective/kl" in h]
     last = history[-1] if history else {}

@@ -84,6 +84,7 @@ def _settings(cfg: DictConfig, report_to: str, bf16: bool, use_cpu: bool) -> dic
     t = OmegaConf.to_container(cfg.trainer, resolve=True)
     extra = t.pop("extra") or {}
     t.pop("bf16")
+    t.pop("response_logits_only")  # rlexp's, not TRL's: train_ppo applies it
     save_steps = t.pop("save_steps")
     out = {
         **t,
@@ -163,6 +164,7 @@ def _train_ppo(ctx: RunContext, cfg: DictConfig, models: dict[str, Any], reward:
     trained, value_trained, train_metrics, ctx.info["train_curves"] = adapter.train_ppo(
         args=args, tokenizer=tokenizer, policy=policy, ref_policy=ref_policy, value_model=value,
         reward_model=reward_model, dataset=dataset, peft_config=peft,
+        response_logits_only=bool(cfg.trainer.response_logits_only),
     )
     value_trained.save_pretrained(ctx.work_dir / "value", safe_serialization=True)
     ctx.add_artifact("value", ctx.work_dir / "value")

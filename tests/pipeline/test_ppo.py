@@ -281,3 +281,64 @@ def test_grpo_and_rloo_train_and_are_judged_like_ppo(world: Path, algorithm: str
     assert rec.info["rm"]["lineage"] is None and all(0.0 <= r <= 1.0 for r in rec.info["reward_curve"])
     policy = Store(world / "runs").resolve(rec.artifacts["policy"])
     assert (policy / "model.safetensors").is_file() and (policy / "tokenizer_config.json").is_file()
+
+
+def test_tail_logits_slice_like_the_whole_sequence() -> None:
+    """TRL reads ``logits[:, context_length - 1 : -1]``; the kept tail answers it with the same rows, and a
+    slice reaching before the tail fails instead of returning other positions."""
+    import torch
+
+    from rlexp.downstream.ppo import TailLogits
+
+    full = torch.arange(2 * 10 * 3, dtype=torch.float32).reshape(2, 10, 3)
+    tail = TailLogits(full[:, -5:], 10)
+    for start, stop in ((5, -1), (6, None), (7, 9), (-4, -1)):
+        assert torch.equal(tail[:, start:stop], full[:, start:stop])
+    with pytest.raises(ValueError, match="last 5 of 10 positions"):
+        tail[:, 4:-1]
+    with pytest.raises(TypeError):
+        tail[0]
+
+
+def test_response_logits_only_computes_the_same_rollouts_with_shorter_logits(world: Path) -> None:
+    """`trainer.response_logits_only=true`: every training and reference forward pass computes logits for at
+    most response_length + 1 positions instead of the whole sequence; the first update (rollouts of the
+    same policy, the same reference logits) logs the same numbers, and the trained weights differ by float
+    noise only (a wrong slice would shift every log-probability by a position)."""
+    import copy
+
+    import torch
+
+    from rlexp import inputs
+    from rlexp.downstream import ppo as adapter
+    from rlexp.models.loading import load_causal_lm, load_reward_model, load_tokenizer
+    from rlexp.tasks.ppo import _settings
+
+    cfg = compose("ppo", "rm=judge:rubric", "model=tiny_llama", "prompts=personalized", "trainer.total_episodes=16",
+                  "trainer.response_length=24")
+    policy_path, _, _ = inputs.policy(cfg)
+    reward, _, _ = inputs.reward(cfg)
+    prompts, _ = inputs.prompt_set(cfg, split="train")
+    tok = load_tokenizer(policy_path, padding_side="left")
+    view = (cfg.sampling.profile_k, cfg.sampling.policy_profile)
+    runs = {}
+    for tail in (False, True):
+        torch.manual_seed(0)
+        np.random.seed(0)
+        policy = load_causal_lm(policy_path)
+        value = load_reward_model(policy_path, init_head=True)
+        value.config.pad_token_id = tok.pad_token_id
+        widths: list[int] = []
+        policy.lm_head.register_forward_hook(lambda _m, inp, _o, w=widths: w.append(inp[0].shape[1]))
+        args = adapter.ppo_config(str(world / f"ppo_tail_{tail}"), _settings(cfg, "none", bf16=False, use_cpu=True))
+        trained, _, metrics, curves = adapter.train_ppo(
+            args=args, tokenizer=tok, policy=policy, ref_policy=copy.deepcopy(policy), value_model=value,
+            reward_model=adapter.reward_module(reward, tok, prompts, view[0], profile=view[1]),
+            dataset=adapter.tokenise_prompts(tok, prompts, *view), response_logits_only=tail)
+        assert metrics["steps"] == 2
+        runs[tail] = (max(widths), curves, trained.state_dict())
+    assert runs[True][0] <= 25 < runs[False][0]  # the prompts alone are longer than 25 tokens
+    for key in ("objective/scores", "objective/kl", "objective/entropy"):
+        assert runs[True][1][key][0] == runs[False][1][key][0], key
+    a, b = runs[False][2], runs[True][2]
+    assert max(float((a[k] - b[k]).abs().max()) for k in a) < 1e-5
