@@ -106,7 +106,7 @@ def test_a_worker_that_dies_fails_its_job_and_the_next_jobs_get_a_fresh_executor
 
 def test_worker_count_is_the_setting_or_what_the_machine_holds() -> None:
     """A set count is kept; null takes one worker per usable core, fewer where memory would not hold
-    them (a 2 GiB worker on this machine, a worker the size of all memory: one)."""
+    them (a worker the size of all memory: one)."""
     import joblib
     import psutil
 
@@ -114,7 +114,8 @@ def test_worker_count_is_the_setting_or_what_the_machine_holds() -> None:
     from rlexp.job_graph import worker_count
 
     assert worker_count(3) == 3
-    assert worker_count(None) == min(joblib.cpu_count(), int(psutil.virtual_memory().available / 2**30 // 2))
+    assert 1 <= worker_count(None) <= joblib.cpu_count()
+    assert worker_count(None, per_worker_gib=1e-6) == joblib.cpu_count()  # memory for any number: the cores
     assert worker_count(None, per_worker_gib=psutil.virtual_memory().total / 2**30) == 1
     with pytest.raises(ConfigError, match=r"study.n_jobs=0: needs at least 1 worker"):
         worker_count(0, "study.n_jobs")
