@@ -64,7 +64,8 @@ class TailLogits:
         rows, cols = key if isinstance(key, tuple) and len(key) == 2 else (None, None)
         if rows != slice(None) or not isinstance(cols, slice) or cols.step not in (None, 1):
             raise TypeError(f"TailLogits supports [:, start:stop] only, got {key!r}")
-        start = (cols.start or 0) + (self.length if (cols.start or 0) < 0 else 0) - self.offset
+        start = cols.start or 0
+        start = (start + self.length if start < 0 else start) - self.offset
         if start < 0:
             raise ValueError(f"logits were kept for the last {self.tail.shape[1]} of {self.length} positions; "
                              f"the slice starts {-start} position(s) earlier")
