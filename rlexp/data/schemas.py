@@ -189,6 +189,11 @@ class PRBItem:
     domain: str
 
 
+#: Field metadata of a field added after rows were hashed: rows_hash leaves it out at its default, so the
+#: ids of records read from older files stay as they were.
+HASH_NEUTRAL = {"hash_neutral": True}
+
+
 @dataclass(frozen=True)
 class PromptItem:
     """A downstream prompt. ``hidden`` holds what only gold judges may read (answers, aspects).
@@ -206,6 +211,12 @@ class PromptItem:
     # True when a loader already put the profile in retrieval order (LaMP-QA's dense retriever):
     # renderers then keep that order instead of ranking the posts by BM25 themselves.
     profile_ranked: bool = False
+    # A suite task's generation regime (rlexp.suite.base.SuiteTask): the assistant turn's prefill,
+    # stop sequences and a token ceiling under sampling.max_new_tokens. Defaults: none of them. Added
+    # after prompt sets were hashed (rlexp.inputs.worlds.rows_hash): hashed only when set.
+    prefill: str = field(default="", metadata=HASH_NEUTRAL)
+    stop: tuple[str, ...] = field(default=(), metadata=HASH_NEUTRAL)
+    max_new_tokens: int | None = field(default=None, metadata=HASH_NEUTRAL)
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,14 @@ def rows_hash(rows: Sequence[Any] | Mapping[str, Any]) -> str:
     """A short hash of rows read from a data source (dataclasses or plain values)."""
 
     def plain(row: Any) -> Any:
-        return dataclasses.asdict(row) if dataclasses.is_dataclass(row) and not isinstance(row, type) else row
+        if not dataclasses.is_dataclass(row) or isinstance(row, type):
+            return row
+        out = dataclasses.asdict(row)
+        for f in dataclasses.fields(row):  # fields added later are hashed only when set (schemas.HASH_NEUTRAL)
+            if f.metadata.get("hash_neutral") and out[f.name] == (f.default if f.default is not dataclasses.MISSING
+                                                                  else f.default_factory()):  # type: ignore[misc]
+                del out[f.name]
+        return out
 
     return content_hash({k: plain(v) for k, v in rows.items()} if isinstance(rows, Mapping) else [plain(r) for r in rows])
 

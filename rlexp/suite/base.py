@@ -54,6 +54,14 @@ class SuiteTask:
     group_field: str | None = None  # the column naming a row's subtask, when rows carry it
     id_field: str | None = None  # the dataset's own row id, when it has one
     regime: str = ""  # the Tulu 3 regime in words (docs and records)
+    # How OLMES's ``::tulu`` configuration generates (``oe_eval/configs/tasks.py`` and the task's
+    # TASK_CONFIG_DEFAULTS with its chat_overrides applied). ``max_new_tokens``: ``max_gen_toks``, a
+    # ceiling under ``sampling.max_new_tokens`` (None: that setting alone); ``stop``: ``stop_sequences``
+    # (the response ends before the first); ``prefill``: ``assistant_prefix``, the text the assistant
+    # turn starts with: the policy continues it and the pool's response is prefill + continuation.
+    max_new_tokens: int | None = None
+    stop: tuple[str, ...] = ()
+    prefill: str = ""
 
 
 def text(row: Row, field: str) -> str:
