@@ -33,13 +33,20 @@ def group_indices(prompts: Sequence[Any]) -> dict[str, list[int]]:
 
 
 def gains_by_group(prompts: Sequence[Any], gain: np.ndarray, *, n_boot: int, seed: int,
-                   means: Mapping[str, np.ndarray] | None = None) -> dict[str, dict[str, Any]]:
+                   means: Mapping[str, np.ndarray] | None = None,
+                   weights: np.ndarray | None = None) -> dict[str, dict[str, Any]]:
     """Per group: its number of prompts, the mean of their per-prompt ``gain`` and its bootstrap 95% CI
     (resampling the group's prompts), then the group mean of each per-prompt array in ``means`` under its
-    name. Empty when the prompts carry fewer than two groups."""
+    name. Empty when the prompts carry fewer than two groups.
+
+    ``weights`` (per prompt) make each group's means weighted means: a suite task averaged over its
+    subtasks as OLMES does (MATH's subjects). As for the overall gain, the bootstrap resamples the
+    prompts' values times their weights normalised to mean 1 within the group."""
     out = {}
     for name, ix in group_indices(prompts).items():
-        lo, hi = bootstrap_ci(gain[ix], n_boot=n_boot, seed=seed)
-        out[name] = {"prompts": len(ix), "gain": float(gain[ix].mean()), "gain_ci": [lo, hi],
-                     **{key: float(values[ix].mean()) for key, values in (means or {}).items()}}
+        w = np.ones(len(ix)) if weights is None else np.asarray(weights, dtype=np.float64)[ix]
+        w = w / w.mean()
+        lo, hi = bootstrap_ci(gain[ix] * w, n_boot=n_boot, seed=seed)
+        out[name] = {"prompts": len(ix), "gain": float(np.mean(gain[ix] * w)), "gain_ci": [lo, hi],
+                     **{key: float(np.mean(values[ix] * w)) for key, values in (means or {}).items()}}
     return out

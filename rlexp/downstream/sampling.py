@@ -11,6 +11,7 @@ import hashlib
 import os
 import shutil
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -52,6 +53,38 @@ def chat_messages(item: PromptItem, profile_k: int, profile: str = "posts") -> l
     return [*turns, {"role": "user", "content": item.prompt}]
 
 
+@dataclass(frozen=True)
+class Regime:
+    """How one prompt is generated beyond the pool's settings (a suite task's OLMES regime):
+    ``prefill`` continues the assistant turn (appended after the chat template's generation prompt,
+    as OLMES appends its ``assistant_prefix``; the sample's text is prefill + continuation),
+    ``stop`` ends the sample before the first stop sequence, ``max_new_tokens`` caps it under
+    ``sampling.max_new_tokens``. The default regime changes nothing."""
+
+    prefill: str = ""
+    stop: tuple[str, ...] = ()
+    max_new_tokens: int | None = None
+
+    def cap(self, pool_max: int) -> int:
+        """The sample's token limit: the pool's, lowered by the regime's ceiling."""
+        return min(pool_max, self.max_new_tokens) if self.max_new_tokens else pool_max
+
+
+def regime(item: PromptItem) -> Regime:
+    """A prompt's generation regime (:class:`Regime`); the default one for non-suite prompts."""
+    return Regime(item.prefill, tuple(item.stop), item.max_new_tokens)
+
+
+def finish(text: str, tokens: int, reason: str, r: Regime) -> tuple[str, int, str]:
+    """A decoded continuation as a pool sample: cut before its first stop sequence (finish reason
+    ``stop``), prefixed with the regime's prefill, stripped. ``tokens`` is kept as generated: a stop
+    sequence's own tokens count, as vLLM counts them."""
+    cut = min((i for i in (text.find(x) for x in r.stop if x) if i >= 0), default=-1)
+    if cut >= 0:
+        text, reason = text[:cut], "stop"
+    return (r.prefill + text).strip(), tokens, reason
+
+
 def _chunk_seed(seed: int, index: int) -> int:
     return int(hashlib.sha256(f"{seed}:{index}".encode()).hexdigest()[:8], 16)
 
@@ -91,23 +124,38 @@ class HFSampler:
             cache.update(layer.keys.repeat_interleave(n, 0), layer.values.repeat_interleave(n, 0), i)
         return cache
 
-    def generate(self, prompts: Sequence[list[dict[str, str]]], s: SamplingConfig, seed: int) -> list[list[tuple[str, int, str]]]:
-        """For each conversation, ``s.n`` samples as (text, token_count, finish_reason)."""
+    def generate(self, prompts: Sequence[list[dict[str, str]]], s: SamplingConfig, seed: int,
+                 regimes: Sequence[Regime] | None = None) -> list[list[tuple[str, int, str]]]:
+        """For each conversation, ``s.n`` samples as (text, token_count, finish_reason); ``regimes``
+        (one per conversation) add a prefill, stop sequences and a lower token cap."""
         import torch
 
         torch.manual_seed(seed)
         tok = self.tokenizer
-        texts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in prompts]
+        regimes = list(regimes or [Regime()] * len(prompts))
+        texts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False) + r.prefill
+                 for m, r in zip(prompts, regimes, strict=True)]
         enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
         ids, mask = enc["input_ids"], enc["attention_mask"]
+        caps = [r.cap(s.max_new_tokens) for r in regimes]
+        max_new = max(caps)
+        # A row past its cap or its stop sequence is done early; the text is cut in finish() either way,
+        # and the draws of the other rows do not depend on when one stops, so this only saves time.
+        stopping = {}
+        if any(r != Regime() for r in regimes):
+            from transformers import StoppingCriteriaList
+
+            stopping["stopping_criteria"] = StoppingCriteriaList([_RegimeStop(
+                tok, [c for c in caps for _ in range(s.n)], [r.stop for r in regimes for _ in range(s.n)])])
         with torch.inference_mode():
-            cache = self._prefilled_cache(ids, mask, s.n, s.max_new_tokens) if ids.shape[1] > 1 else None
+            cache = self._prefilled_cache(ids, mask, s.n, max_new) if ids.shape[1] > 1 else None
             out = self.model.generate(
                 input_ids=ids.repeat_interleave(s.n, 0),
                 attention_mask=mask.repeat_interleave(s.n, 0),
                 cache=cache,
                 **_warping(s),
-                max_new_tokens=s.max_new_tokens,
+                **stopping,
+                max_new_tokens=max_new,
                 pad_token_id=tok.pad_token_id,
                 eos_token_id=tok.eos_token_id,
             )
@@ -117,15 +165,41 @@ class HFSampler:
         for p in range(len(prompts)):
             row = []
             for j in range(s.n):
-                ids_j = gen[p * s.n + j].tolist()
+                ids_j = gen[p * s.n + j].tolist()[: caps[p]]
                 if eos in ids_j:
                     ids_j, reason = ids_j[: ids_j.index(eos)], "eos"
                 else:
                     ids_j = [t for t in ids_j if t != tok.pad_token_id]
                     reason = "length"
-                row.append((tok.decode(ids_j, skip_special_tokens=True).strip(), len(ids_j), reason))
+                row.append(finish(tok.decode(ids_j, skip_special_tokens=True), len(ids_j), reason, regimes[p]))
             results.append(row)
         return results
+
+
+class _RegimeStop:
+    """A ``generate`` stopping criterion per row: done at its own token cap or once its decoded
+    continuation holds one of its stop sequences (the last few tokens are decoded at each step)."""
+
+    def __init__(self, tokenizer: Any, caps: Sequence[int], stops: Sequence[tuple[str, ...]]) -> None:
+        self.tokenizer = tokenizer
+        self.caps = list(caps)
+        self.stops = [tuple(x for x in row if x) for row in stops]
+        self.start: int | None = None
+        # Enough tokens to hold the longest stop sequence, whatever the tokenization.
+        self.window = max((len(x) for row in self.stops for x in row), default=0) + 2
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        if self.start is None:
+            self.start = input_ids.shape[1] - 1  # called after the first new token
+        made = input_ids.shape[1] - self.start
+        done = torch.tensor([made >= cap for cap in self.caps], device=input_ids.device)
+        for i, row in enumerate(self.stops):
+            if row and not done[i]:
+                tail = self.tokenizer.decode(input_ids[i, -min(made, self.window):], skip_special_tokens=True)
+                done[i] = any(x in tail for x in row)
+        return done
 
 
 def _warping(s: SamplingConfig) -> dict[str, Any]:
@@ -151,7 +225,8 @@ def _warping(s: SamplingConfig) -> dict[str, Any]:
 class Sampler(Protocol):
     """What draws a pool: :class:`HFSampler` or :class:`rlexp.downstream.vllm_sampler.VLLMSampler`."""
 
-    def generate(self, prompts: Sequence[list[dict[str, str]]], s: SamplingConfig, seed: int) -> list[list[tuple[str, int, str]]]: ...
+    def generate(self, prompts: Sequence[list[dict[str, str]]], s: SamplingConfig, seed: int,
+                 regimes: Sequence[Regime] | None = None) -> list[list[tuple[str, int, str]]]: ...
 
 
 def write_pool(
@@ -184,7 +259,8 @@ def write_pool(
             chunk_seed = _chunk_seed(seed, c)
             for b in range(0, len(part), s.batch_prompts):
                 batch = part[b : b + s.batch_prompts]
-                samples = sampler.generate([chat_messages(it, s.profile_k, s.policy_profile) for it in batch], s, chunk_seed + b)
+                samples = sampler.generate([chat_messages(it, s.profile_k, s.policy_profile) for it in batch], s, chunk_seed + b,
+                                           [regime(it) for it in batch])
                 for item, outs in zip(batch, samples, strict=False):
                     for j, (text, count, reason) in enumerate(outs):
                         rows.append(

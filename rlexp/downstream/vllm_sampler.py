@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rlexp.config.nodes import SamplingConfig
+from rlexp.downstream.sampling import Regime, finish
 from rlexp.errors import ConfigError
 
 
@@ -36,14 +37,38 @@ class VLLMSampler:
 
         self.llm = LLM(model=model, seed=seed, **dict(engine or {}))
 
-    def generate(self, prompts: Sequence[list[dict[str, str]]], s: SamplingConfig, seed: int) -> list[list[tuple[str, int, str]]]:
+    def generate(self, prompts: Sequence[list[dict[str, str]]], s: SamplingConfig, seed: int,
+                 regimes: Sequence[Regime] | None = None) -> list[list[tuple[str, int, str]]]:
         """For each conversation, ``s.n`` samples as (text, token_count, finish_reason); the count is vLLM's
-        (it includes the EOS token that ended a sample)."""
+        (it includes the EOS token that ended a sample). ``regimes`` (one per conversation) set vLLM's own
+        ``stop`` and a lower ``max_tokens``; a prefill is appended to the chat-rendered prompt, as the HF
+        sampler does, and those prompts go to the engine as token ids."""
         from vllm import SamplingParams
 
+        regimes = list(regimes or [Regime()] * len(prompts))
         params = [SamplingParams(n=s.n, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k or -1,
-                                 max_tokens=s.max_new_tokens,
-                                 seed=seed + i) for i in range(len(prompts))]
-        outputs = self.llm.chat([list(p) for p in prompts], params, use_tqdm=False)
-        return [[(c.text.strip(), len(c.token_ids), "eos" if c.finish_reason == "stop" else "length")
-                 for c in out.outputs] for out in outputs]
+                                 max_tokens=r.cap(s.max_new_tokens), stop=list(r.stop) or None,
+                                 seed=seed + i) for i, r in enumerate(regimes)]
+        plain = [i for i, r in enumerate(regimes) if not r.prefill]
+        filled = [i for i, r in enumerate(regimes) if r.prefill]
+        outputs: dict[int, Any] = {}
+        if plain:
+            got = self.llm.chat([list(prompts[i]) for i in plain], [params[i] for i in plain], use_tqdm=False)
+            outputs.update(zip(plain, got, strict=True))
+        if filled:
+            tok = self.llm.get_tokenizer()
+            ids = [tok(tok.apply_chat_template(list(prompts[i]), add_generation_prompt=True, tokenize=False)
+                       + regimes[i].prefill, add_special_tokens=False)["input_ids"] for i in filled]
+            got = self.llm.generate([{"prompt_token_ids": x} for x in ids], [params[i] for i in filled], use_tqdm=False)
+            outputs.update(zip(filled, got, strict=True))
+        # vLLM has already cut a stopped sample before its stop sequence; finish() adds the prefill.
+        return [[finish(c.text, len(c.token_ids), _reason(c), regimes[i]) for c in outputs[i].outputs]
+                for i in range(len(prompts))]
+
+
+def _reason(completion: Any) -> str:
+    """rlexp's finish reason of a vLLM completion: ``stop`` with a stop sequence, ``eos``, ``length``."""
+    if completion.finish_reason != "stop":
+        return "length"
+    return "stop" if getattr(completion, "stop_reason", None) is not None and isinstance(completion.stop_reason, str) \
+        else "eos"

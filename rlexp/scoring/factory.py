@@ -22,6 +22,7 @@ from rlexp.scorer import Scorer
 from rlexp.scoring.judges import AspectLLMJudge, PRBListJudge
 from rlexp.scoring.planner import make_planner
 from rlexp.scoring.reward_model import RewardModelScorer
+from rlexp.suite import GRADER_VERSION
 from rlexp.suite import KIND as SUITE_KIND
 from rlexp.suite import task as suite_task
 from rlexp.suite.loading import task_settings
@@ -92,6 +93,7 @@ def judge_key(judge: Mapping[str, Any] | JudgeConfig, kind: str) -> dict[str, An
     if name == "grader":
         # A grader library's release can change a grade, so the versions are part of the cache key.
         key["libraries"] = grader_versions()
+        key["grader_version"] = GRADER_VERSION
         key["timeout"] = judge_cfg.timeout
         if judge_cfg.rm:
             key["preference"] = str(judge_cfg.rm)

@@ -6,9 +6,11 @@ replaced, and the sample counts as a failure, so a run never hangs. Processes, n
 math-verify's timeouts use ``signal.alarm``, which raises in any thread but a process's main one.
 HumanEval+ programs run in a further guarded child (:mod:`rlexp.suite.humanevalplus`).
 
-A failed sample (grader error or timeout) scores 0, as a wrong answer would, and is counted per
-task in ``stats.extra`` (``grader_failures``, ``grader_timeouts``, one ``grader_error`` message),
-which the pool-scores record keeps.
+A sample no grader could grade scores 0, as a wrong answer would, and is counted per task and
+reason in ``stats.extra``: ``grader_failures`` (the grader raised), ``grader_timeouts``,
+``grader_missing_data`` (data a grader needs is not installed, e.g. IFEval's nltk ``punkt_tab``), with
+the first ``grader_error`` message; the pool-scores record keeps them and the Best-of-N record repeats
+them as ``gold_failures``.
 
 AlpacaEval's gold is a preference, not a function of the text: the probability that a response
 beats the task's reference output, by a preference judge: a reward model (``judge.rm``;
@@ -29,6 +31,7 @@ import numpy as np
 from rlexp.errors import ConfigError
 from rlexp.scorer import ScoreInput, Scorer, ScoreStats
 from rlexp.suite import grade, task
+from rlexp.suite.base import GraderDataMissing
 
 
 def _grade_one(response: str, hidden: Mapping[str, Any]) -> float:
@@ -93,6 +96,8 @@ class SuiteGraderJudge:
                 scores[i] = future.result()
             except FutureTimeout:
                 self._fail(task, "grader_timeouts", f"{task}: grading took over {self.timeout:g} s")
+            except GraderDataMissing as exc:
+                self._fail(task, "grader_missing_data", f"{task}: {exc}")
             except Exception as exc:  # noqa: BLE001 - any grader crash is this sample's failure
                 self._fail(task, "grader_failures", f"{task}: {type(exc).__name__}: {exc}")
         return scores

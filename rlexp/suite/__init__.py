@@ -21,6 +21,10 @@ TASKS: dict[str, SuiteTask] = {
 }
 #: The prompt kind of suite items: the gold judge picks the task graders for it.
 KIND = "suite"
+#: The version of rlexp's own grading code (extraction, sandbox, metrics), part of the gold judge's cache
+#: key beside the grader libraries' versions: a grade made by older code is never reused. 2: OLMES's
+#: Tulu 3 extraction for GSM8K and BBH, the HumanEval+ sandbox that passes only a program whose tests ran.
+GRADER_VERSION = 2
 
 
 def task(name: str) -> SuiteTask:

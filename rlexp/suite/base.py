@@ -62,6 +62,9 @@ class SuiteTask:
     max_new_tokens: int | None = None
     stop: tuple[str, ...] = ()
     prefill: str = ""
+    # How OLMES aggregates a task over its subtasks (``group``): "micro" pools the rows (BBH), "macro" is the
+    # mean of the subtask means (MATH's 7 subjects, ``minerva_math::tulu``).
+    average: str = "micro"
 
 
 def text(row: Row, field: str) -> str:
@@ -72,3 +75,8 @@ def text(row: Row, field: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise row.at.error(field, f"expected a non-empty string, got {type(value).__name__} {str(value)[:40]!r}")
     return value
+
+
+class GraderDataMissing(RuntimeError):
+    """A grader needs data that is not installed here (IFEval's nltk ``punkt_tab``): the sample is not
+    graded, and the gold record counts it apart from wrong answers and grader crashes."""

@@ -8,6 +8,7 @@ over-optimisation view. An RM of another lineage scores the decoded text with it
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from rlexp.runtime import RunContext, execute, hydra_entry
 from rlexp.scoring.factory import check_gold_judge, judge_key, reward_scorer
 from rlexp.store import Record, Store
 from rlexp.suite import KIND as SUITE_KIND
+from rlexp.suite import task as suite_task
 
 
 def _gains_by_group(prompts: list[Any], gain: np.ndarray, oracle_gain: np.ndarray, differ: np.ndarray,
@@ -33,17 +35,27 @@ def _gains_by_group(prompts: list[Any], gain: np.ndarray, oracle_gain: np.ndarra
     prompt group (:mod:`rlexp.downstream.prompt_groups`): on a kind whose samples never differ no RM could
     gain. Empty when prompts carry no group."""
     return gains_by_group(prompts, gain, n_boot=cfg.n_boot, seed=cfg.seed,
-                          means={"oracle_gain": oracle_gain, "samples_differ": differ})
+                          means={"oracle_gain": oracle_gain, "samples_differ": differ}, weights=suite_weights(prompts))
 
 
 def suite_weights(prompts: list[Any]) -> np.ndarray | None:
     """Per-prompt weights that make a suite's means the unweighted mean over its tasks (RewardBench 2's
-    "downstream average"); None for any other prompt set. Normalised to mean 1."""
+    "downstream average"), each task aggregated over its subtasks as OLMES does (``SuiteTask.average``:
+    MATH is the mean of its 7 subjects' means, BBH pools its rows); None for any other prompt set.
+    Normalised to mean 1. Within one task the weights give that task's own score as a weighted mean."""
     if not prompts or prompts[0].kind != SUITE_KIND:
         return None
     tasks = [str(p.hidden["task"]) for p in prompts]
-    counts = {t: tasks.count(t) for t in set(tasks)}
-    w = np.array([1.0 / counts[t] for t in tasks])
+    counts = Counter(tasks)
+    cells = Counter((t, str(p.hidden.get("group", ""))) for t, p in zip(tasks, prompts, strict=True))
+    groups = {t: len({g for (u, g) in cells if u == t}) for t in counts}
+
+    def weight(t: str, p: Any) -> float:
+        if suite_task(t).average == "macro":
+            return 1.0 / (groups[t] * cells[(t, str(p.hidden.get("group", "")))])
+        return 1.0 / counts[t]
+
+    w = np.array([weight(t, p) for t, p in zip(tasks, prompts, strict=True)])
     return w / w.mean()
 
 
