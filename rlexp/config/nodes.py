@@ -203,10 +203,13 @@ class SuiteTaskConfig:
 
     source: str | None = None  # hub id or local file/folder in the dataset's schema; None: the task's hub id
     split: str | None = None  # None: the split the suite evaluates on (e.g. test)
-    shot_split: str | None = None  # where few-shot exchanges come from; None: the task's (e.g. train)
+    shot_split: str | None = None  # where few-shot exchanges come from, for a task that takes them from a split
     shots: int | None = None  # None: the Tulu 3 regime's count (GSM8K 8, MATH 4, BBH 3, PopQA 15)
     limit: int | None = None  # a seeded subsample of this many rows
     seed: int = 0
+    # How responses are graded; None: the task's default. "olmes" is OLMES's own metric for every task
+    # that names one; MATH's default is "math_verify" (rlexp.suite.minerva_math says why). Checked on load.
+    metric: str | None = None
 
 
 @dataclass

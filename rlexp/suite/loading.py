@@ -3,9 +3,10 @@ schema, checked, subsampled with a recorded seed, rendered in the task's Tulu 3 
 
 A local source is read like every rlexp source (a file, or a folder whose files name their split
 as the hub does). Subtasks (MATH subjects, BBH tasks) come from a row column when the dataset has
-one, else from the hub config or the file (or folder) name. Few-shot exchanges come from the
-task's ``shot_split`` of the same source; a single local file serves as its own shot source, the
-question's own row excluded.
+one, else from the hub config or the file (or folder) name. Few-shot exchanges are the task's
+fixed exemplars (``rlexp/suite/shots/``, as OLMES's ``::tulu`` regimes use them), or, for a task
+with a ``shot_split``, rows of that split of the same source, the question's own row excluded.
+A task's ``metric`` setting, when given, travels in each item's ``hidden['metric']`` to its grader.
 """
 
 from __future__ import annotations
@@ -23,8 +24,12 @@ from rlexp.data.loaders.sources import Chunk, one_line, read_hub, read_source, r
 from rlexp.data.loaders.validation import At, UniqueIds, check_limit
 from rlexp.data.schemas import PromptItem
 from rlexp.errors import ConfigError, DataError
-from rlexp.suite import KIND, task
+from rlexp.suite import KIND, bbh, gsm8k, minerva_math, popqa, task
 from rlexp.suite.base import Row, SuiteTask
+
+#: The metrics a task may be graded by (``prompts.tasks.<task>.metric``), its default first; a task
+#: not named here has its grader's one metric and no setting.
+METRICS: dict[str, tuple[str, ...]] = {m.TASK.name: m.METRICS for m in (gsm8k, minerva_math, bbh, popqa)}
 
 
 def _chunks(spec: SuiteTask, source: str, split: str) -> list[tuple[Chunk, str | None]]:
@@ -66,6 +71,17 @@ def _subsample(rows: list[Row], limit: int | None, seed: int) -> list[Row]:
     return [rows[i] for i in picked]
 
 
+def _metric(name: str, cfg: SuiteTaskConfig) -> dict[str, str]:
+    """The hidden field naming the task's metric when the setting gives one; a one-line error if unknown."""
+    if cfg.metric is None:
+        return {}
+    known = METRICS.get(name, ())
+    if cfg.metric not in known:
+        choices = f"one of {', '.join(known)}" if known else "left unset (the task has one metric)"
+        raise ConfigError(f"prompts.tasks.{name}.metric={cfg.metric!r} is unknown; {name}'s metric must be {choices}")
+    return {"metric": cfg.metric}
+
+
 def load_task(name: str, cfg: SuiteTaskConfig) -> list[PromptItem]:
     """One task's prompt items (``hidden`` carries ``task``, ``group`` and the grader's fields)."""
     spec = task(name)
@@ -74,9 +90,14 @@ def load_task(name: str, cfg: SuiteTaskConfig) -> list[PromptItem]:
     split = cfg.split or spec.split
     rows = _subsample(_rows(spec, source, split), cfg.limit, cfg.seed)
     k = spec.default_shots if cfg.shots is None else int(cfg.shots)
-    pool: Sequence[Row] = ()
-    if spec.shots is not None and k > 0:
-        pool = _rows(spec, source, cfg.shot_split or spec.shot_split) if spec.shot_split else rows
+    if k < 0:
+        raise ConfigError(f"prompts.tasks.{name}.shots={k} must be >= 0")
+    if cfg.shot_split is not None and not spec.shot_split:
+        raise ConfigError(f"prompts.tasks.{name}.shot_split={cfg.shot_split!r}: {name}'s shots are fixed "
+                          "exemplars (rlexp/suite/shots), not rows of a split")
+    metric = _metric(name, cfg)
+    shots_on = spec.shots is not None and k > 0
+    pool: Sequence[Row] = _rows(spec, source, cfg.shot_split or spec.shot_split) if shots_on and spec.shot_split else ()
     ids = UniqueIds("prompt_id")
     items = []
     for index, row in enumerate(rows):
@@ -85,9 +106,10 @@ def load_task(name: str, cfg: SuiteTaskConfig) -> list[PromptItem]:
         prompt, hidden = spec.prompt(row)
         prompt_id = f"{name}:{native}" if native is not None else f"{name}:{row.group}:{index:05d}"
         ids.add(prompt_id, row.at)
-        shots = spec.shots(row, [r for r in pool if r.data is not row.data], k) if pool else []
-        items.append(PromptItem(prompt_id, prompt, KIND, (), {"task": name, "group": row.group, **hidden},
-                                tuple(shots)))
+        shots = spec.shots(row, [r for r in pool if r.data is not row.data], k) if shots_on else []
+        items.append(PromptItem(prompt_id, prompt, KIND, (), {"task": name, "group": row.group, **hidden, **metric},
+                                tuple(shots), prefill=spec.prefill, stop=tuple(spec.stop),
+                                max_new_tokens=spec.max_new_tokens))
     return items
 
 

@@ -41,9 +41,9 @@ def test_gsm8k_matches_lm_eval_and_math_verify(judge) -> None:
 
     item = _items("gsm8k")[0]  # gold 72
     responses = ["48/2 = 24, 48 + 24 = 72. So the answer is 72.", "#### 72", "So the answer is 71.", "I don't know",
-                 "The answer is 72 clips, or 73."]
+                 "The answer is 72 clips, or 73.", r"The final answer is $\boxed{72}$."]
     got = _grade(judge, item, *responses)
-    assert got == [1.0, 1.0, 0.0, 0.0, 0.0]
+    assert got == [1.0, 1.0, 0.0, 0.0, 0.0, 1.0]  # OLMES's last number, not lm-eval's flexible "$." match
     for r, g in zip(responses, got, strict=True):
         lib = exact_match_hf_evaluate([extract(r)], ["72"], regexes_to_ignore=IGNORE, ignore_case=True)["exact_match"]
         assert g == lib
@@ -81,10 +81,12 @@ def test_ifeval_matches_lm_eval(judge) -> None:
 
 def test_bbh_popqa_rules(judge) -> None:
     boolean, _, date = _items("bbh")
-    assert boolean.shots and "Let's think step by step" in boolean.shots[0][0]  # lm-eval's own exchanges
+    assert boolean.shots and "Let's think step by step" in boolean.shots[0][0]  # OLMES's STD:bbh exchanges
+    # OLMES's cot-v1 answer_regex: a bare "False" is still the answer (tests/downstream/test_suite_olmes_extraction.py).
     assert _grade(judge, boolean, "not True is False. So the answer is False.", "So the answer is True.",
-                  "False") == [1.0, 0.0, 0.0]
-    assert _grade(judge, date, "Tomorrow is 12/25/1937. So the answer is (B).", "So the answer is (A).") == [1.0, 0.0]
+                  "False") == [1.0, 0.0, 1.0]
+    assert _grade(judge, date, "Tomorrow is 12/25/1937. So the answer is (B).", "So the answer is (A).",
+                  "The answer is (b)") == [1.0, 0.0, 1.0]
     rankin, lima, _ = _items("popqa")
     assert all(rankin.hidden["answers"] and s[0] != rankin.prompt for s in rankin.shots)
     assert _grade(judge, rankin, "He was a Politician.", "a political leader", "a farmer") == [1.0, 1.0, 0.0]
@@ -134,8 +136,8 @@ def test_suite_loading_shots_limits_and_ids() -> None:
                         "math": SuiteTaskConfig(source=str(FIXTURES / "math"))})
     gsm = [i for i in items if i.hidden["task"] == "gsm8k"]
     assert len(gsm) == 4 and all(len(i.shots) == 1 for i in gsm)
-    assert gsm[0].shots[0][1].endswith("So the answer is 8.")  # from train, calculator notes removed
-    assert "<<" not in gsm[0].shots[0][1]
+    # OLMES's fixed STD:GSM8k exemplars (package data), not rows of the fixture's train split
+    assert gsm[0].shots[0][1].startswith("Answer: There are 15 trees") and gsm[0].shots == gsm[3].shots
     assert {i.hidden["group"] for i in items if i.hidden["task"] == "math"} == {"Prealgebra", "Algebra",
                                                                                  "Counting & Probability"}
     assert all(i.kind == "suite" for i in items)
