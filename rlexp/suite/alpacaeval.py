@@ -28,6 +28,7 @@ def _prompt(row: Row) -> tuple[str, dict[str, Any]]:
 TASK = SuiteTask(
     name="alpacaeval", hub_id="tatsu-lab/alpaca_eval", split="eval", required=("instruction", "output"),
     prompt=_prompt, grade=None, configs=("alpaca_eval_gpt4_baseline",), regime="0-shot",
+    max_new_tokens=8192,  # OLMES alpaca_eval.py TASK_CONFIG_DEFAULTS max_gen_toks; no stop sequence
 )
 
 
