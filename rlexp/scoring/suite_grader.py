@@ -41,6 +41,17 @@ def _grade_one(response: str, hidden: Mapping[str, Any]) -> float:
     return score
 
 
+def _import_graders() -> None:
+    """A grading worker's initializer: import the grader libraries once, before any sample's clock
+    starts, so a sample's timeout measures its grading, not a cold import (seconds on a loaded machine)."""
+    import math_verify  # noqa: F401
+    from lm_eval.api import metrics  # noqa: F401
+
+    from rlexp.suite.ifeval import _quietly
+
+    _quietly("utils")
+
+
 def _stop(pool: Any) -> None:
     pool.stop()
     pool.join()
@@ -109,7 +120,8 @@ class SuiteGraderJudge:
             from pebble import ProcessPool
 
             # spawn: the parent holds torch's threads, which a forked child must not inherit.
-            self._pool = ProcessPool(max_workers=self.workers, context=multiprocessing.get_context("spawn"))
+            self._pool = ProcessPool(max_workers=self.workers, context=multiprocessing.get_context("spawn"),
+                                     initializer=_import_graders)
             weakref.finalize(self, _stop, self._pool)
         return self._pool
 
