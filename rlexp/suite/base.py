@@ -36,7 +36,8 @@ class SuiteTask:
 
     ``prompt(row)`` returns (the user turn the policy and the RM see, the grader's hidden fields);
     ``shots(row, pool, k)`` the k few-shot exchanges for ``row`` (``pool``: the rows of
-    ``shot_split``, or of the eval split when that is None); ``grade(response, hidden)`` is the
+    ``shot_split`` for a task that draws its shots from a split, empty for the tasks whose regime
+    has fixed exemplars in ``rlexp/suite/shots/``); ``grade(response, hidden)`` is the
     library grader's score in [0, 1], or None for a task graded by a judge (AlpacaEval).
     """
 
