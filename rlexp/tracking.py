@@ -14,37 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-# A secret key is named like one as a whole word: ``api_key``, ``WANDB_API_KEY``, ``HF_TOKEN``,
-# ``access_token``, ``password``, ``client_secret``. Matching any key that merely *contains*
-# "token" redacted every ``max_new_tokens`` and ``pad_token_id``, so records no longer said how long
-# the samples were.
-_SECRET_KEY = re.compile(
-    r"^(.*[_-])?(api[_-]?key|apikey|token|secret|password|passwd|credentials?|auth|authorization|private[_-]?key)$",
-    re.IGNORECASE,
-)
-# Keys ending in ``_token`` that hold a vocabulary entry, not a credential.
-_VOCAB_TOKENS = frozenset({"pad_token", "eos_token", "bos_token", "unk_token", "sep_token", "cls_token", "mask_token",
-                           "additional_special_token", "chat_token", "image_token"})
-# Values that are credentials whatever key holds them: Hugging Face, OpenAI-style and GitHub tokens.
-_SECRET_VALUE = re.compile(r"^(hf_[A-Za-z0-9]{30,}|sk-[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,})$")
-REDACTED = "***"
-
-
-def is_secret_key(key: str) -> bool:
-    """Whether a config/record key names a credential (exact names and ``*_token``-style suffixes)."""
-    return bool(_SECRET_KEY.match(key)) and key.lower() not in _VOCAB_TOKENS
-
-
-def redact(obj: Any) -> Any:
-    """Copy of ``obj`` with every credential replaced: values under a secret key, and values that look
-    like an API key or access token under any key."""
-    if isinstance(obj, Mapping):
-        return {k: (REDACTED if is_secret_key(str(k)) and v not in (None, "") else redact(v)) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [redact(v) for v in obj]
-    if isinstance(obj, str) and _SECRET_VALUE.match(obj):
-        return REDACTED
-    return obj
+# The redaction rules live in rlexp.redaction (secrets found by key and value pattern); re-exported
+# here, where records and W&B runs have always imported them from.
+from rlexp.redaction import REDACTED, is_secret_key, redact  # noqa: F401
 
 
 class Tracker:
