@@ -12,8 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rlexp.config import CONF_DIR
-from rlexp.errors import ConfigError, RlexpError
+from rlexp.config import CONF_DIR, checked_path
+from rlexp.errors import ConfigError, RlexpError, rlexp_cause
 from rlexp.runtime import one_line
 
 # task -> one-line description (the order is the pipeline's).
@@ -94,6 +94,9 @@ def validate_overrides(task: str, args: list[str]) -> None:
     except ConfigError:
         raise
     except Exception as exc:
+        own = rlexp_cause(exc)
+        if own is not None:  # raised by a resolver (an empty RLEXP_ROOT): its own line
+            raise own from None
         cause = exc.__cause__
         detail = one_line(exc) + (f" ({one_line(cause)})" if cause is not None else "")
         raise ConfigError(detail) from None
@@ -107,7 +110,8 @@ def check_roots(cfg: Any) -> None:
     for name in ("root", "store", "output_root", "cache"):
         if name not in cfg.paths:
             continue
-        path = Path(str(cfg.paths[name])).expanduser()
+        # An empty one would mean the working directory (or, for the root, the filesystem root).
+        path = Path(checked_path(cfg.paths[name], f"paths.{name}"))
         probe = path
         while not probe.exists() and probe != probe.parent:
             probe = probe.parent

@@ -35,3 +35,16 @@ def misread_as_number(ref: str, quoted: str = "rm='3476e31901852042'") -> str:
         return ""  # all-digit ids keep their digits
     return ("; an unquoted id of digits and one 'e' (e.g. 3476e31901852042) is read as a number: "
             f"quote it, {quoted}")
+
+
+def rlexp_cause(exc: BaseException) -> RlexpError | None:
+    """The RlexpError behind ``exc``, if one caused it: OmegaConf wraps an error a resolver raised (an
+    empty RLEXP_ROOT) in one InterpolationResolutionError per interpolation level."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, RlexpError):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None

@@ -22,7 +22,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp.config import CONF_DIR
-from rlexp.errors import ConfigError, RlexpError
+from rlexp.errors import ConfigError, RlexpError, rlexp_cause
 from rlexp.store import Record, Store, git_commit, library_versions, record_id
 from rlexp.tracking import Tracker, redact, track
 
@@ -58,7 +58,7 @@ def output_dir(cfg: DictConfig, task: str, rid: str) -> Path:
 
     if HydraConfig.initialized() and HydraConfig.get().job.config_name == task:
         return Path(HydraConfig.get().runtime.output_dir)
-    return Path(cfg.paths.output_root) / task / "direct" / rid
+    return Path(cfg.paths.output_root).expanduser() / task / "direct" / rid
 
 
 @dataclass
@@ -180,6 +180,9 @@ def compose_task(task: str, overrides: list[str]) -> DictConfig:
         with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
             return compose(task, overrides=overrides)
     except (HydraException, OmegaConfBaseException) as exc:
+        own = rlexp_cause(exc)
+        if own is not None:  # raised by a resolver (an empty RLEXP_ROOT): its own line
+            raise own from None
         cause = f" {one_line(exc.__cause__)}" if exc.__cause__ is not None else ""
         raise ConfigError(f"{task}: {one_line(exc)}{cause}") from None
 

@@ -189,6 +189,8 @@ class Store:
     """A directory of records and artifacts. Safe for concurrent writers (atomic renames)."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
+        if not str(root).strip():  # Path("") is the working directory: records would land wherever one stands
+            raise StoreError("the store path is empty (paths.store): name a folder")
         self.root = Path(root).expanduser().resolve()
 
     def ensure_writable(self) -> None:

@@ -7,7 +7,7 @@ import datetime as dt
 import json
 import os
 
-from rlexp.config import PROJECT_ROOT
+from rlexp.config import data_root
 from rlexp.errors import StoreError
 from rlexp.store import Store
 
@@ -17,8 +17,7 @@ RECORD_TASKS: tuple[str, ...] = ("env", "data", "lineage", "train_rm", "evaluate
 
 
 def _default_store() -> str:
-    root = os.environ.get("RLEXP_ROOT", str(PROJECT_ROOT))
-    return os.path.join(root, "runs")
+    return os.path.join(data_root(), "runs")  # as paths.store: an empty RLEXP_ROOT is an error, ~ expanded
 
 
 def main(args: list[str]) -> int:

@@ -9,6 +9,7 @@ per-task schemas; import a schema from its module (``from rlexp.config.nodes imp
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
@@ -26,13 +27,42 @@ from rlexp.config.tasks import (
     StudyConfig,
     TrainRMConfig,
 )
+from rlexp.errors import ConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONF_DIR = PROJECT_ROOT / "conf"
 
+
+def data_root() -> str:
+    """Where records, caches and Hydra outputs go: ``$RLEXP_ROOT`` (a leading ``~`` expanded), or this
+    checkout when it is unset. Set but empty is an error: it would put the store at the filesystem
+    root (``/runs``, ``/outputs``)."""
+    value = os.environ.get("RLEXP_ROOT")
+    if value is None:
+        return str(PROJECT_ROOT)
+    return checked_path(value, "RLEXP_ROOT")
+
+
+def checked_path(value: object, name: str) -> str:
+    """A root or store path as every part of rlexp uses it: ``~`` expanded once, for the store and for
+    Hydra's job folders alike; an empty one (``paths.store=``) is a one-line ConfigError naming
+    ``name``, since it would mean the working directory or the filesystem root."""
+    text = "" if value is None else str(value)
+    if not text.strip():
+        hint = ", or unset it for this checkout" if name == "RLEXP_ROOT" else ""
+        raise ConfigError(f"{name} is set but empty: name a folder{hint}")
+    return os.path.expanduser(text)
+
+
 if not OmegaConf.has_resolver("rlexp_root"):
     # The project root, so default paths never depend on the working directory.
     OmegaConf.register_new_resolver("rlexp_root", lambda: str(PROJECT_ROOT))
+if not OmegaConf.has_resolver("rlexp_data_root"):
+    # paths.root: RLEXP_ROOT or the project root (see data_root).
+    OmegaConf.register_new_resolver("rlexp_data_root", data_root)
+if not OmegaConf.has_resolver("rlexp_path"):
+    # ${rlexp_path:<value>,<name>}: a path under paths.* checked and expanded (see checked_path).
+    OmegaConf.register_new_resolver("rlexp_path", checked_path)
 if not OmegaConf.has_resolver("rlexp_subdir"):
     # Sweep job folder: override_dirname (without seed and paths), then the seed on its own.
     # An empty override_dirname must not yield "/seed=1", which os.path.join treats as absolute.

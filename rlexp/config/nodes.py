@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,10 +31,11 @@ from rlexp.errors import ConfigError
 
 @dataclass
 class PathsConfig:
-    root: str = "${oc.env:RLEXP_ROOT,${rlexp_root:}}"
-    store: str = "${.root}/runs"
-    cache: str = "${.root}/.cache"
-    output_root: str = "${.root}/outputs"
+    # As conf/paths/default.yaml: RLEXP_ROOT or this checkout; empty is an error, ~ is expanded once.
+    root: str = "${rlexp_data_root:}"
+    store: str = "${rlexp_path:${.root},paths.root}/runs"
+    cache: str = "${rlexp_path:${.root},paths.root}/.cache"
+    output_root: str = "${rlexp_path:${.root},paths.root}/outputs"
 
 
 @dataclass
@@ -276,8 +278,8 @@ class SamplingConfig:
             raise ConfigError(f"sampling.top_p={self.top_p} must be in (0, 1]")
         if self.top_k is not None and self.top_k < 1:
             raise ConfigError(f"sampling.top_k={self.top_k} must be null (no top-k cut) or >= 1")
-        if self.temperature < 0:
-            raise ConfigError(f"sampling.temperature={self.temperature} must be >= 0")
+        if not math.isfinite(self.temperature) or self.temperature < 0:  # inf/nan would sample garbage or crash
+            raise ConfigError(f"sampling.temperature={self.temperature} must be a finite number >= 0")
         if self.draw == SamplingDraw.kept and (self.backend != SamplingBackend.hf or not self.top_k or self.temperature <= 0):
             raise ConfigError("sampling.draw=kept needs sampling.backend=hf, a sampling.top_k and sampling.temperature > 0")
 

@@ -244,7 +244,7 @@ class StudyGrid:
     # per 2 GiB of available memory (rlexp/job_graph.py worker_count). Results do not depend on it.
     n_jobs: int | None = None
     # Decide steps whose record exists in the parent, from the ledger of steps run before with the
-    # same code and configs (tasks/study.py StepLedger); false dispatches every step (as before).
+    # same code and configs (rlexp/step_ledger.py); false dispatches every step (as before).
     step_ledger: bool = True
     # task -> extra hydra overrides; the key ``model`` applies to every task that builds or loads
     # a lineage (train_rm, sample, bon, ppo), so e.g. a lighter tiny lineage stays one lineage.

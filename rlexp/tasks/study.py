@@ -13,26 +13,24 @@ record are skipped.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import json
 import logging
 import os
 import traceback
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp import inputs
 from rlexp.config import CONF_DIR
 from rlexp.config.tasks import StudyGrid
-from rlexp.errors import ConfigError, RlexpError
+from rlexp.errors import ConfigError, RlexpError, StoreError
 from rlexp.job_graph import Job, KindClock, Result, run_jobs, worker_count
 from rlexp.runtime import compose_task, hydra_entry, one_line, quote
 from rlexp.scoring.factory import check_gold_judge
-from rlexp.store import Record, Store, content_hash
+from rlexp.step_ledger import StepLedger
+from rlexp.store import Record, Store
 from rlexp.tasks import correlate
 
 log = logging.getLogger("rlexp")
@@ -81,60 +79,6 @@ def run_step(step: Step, threads: int) -> Result:
     except Exception as exc:  # a failed step must not stop the study
         tb = traceback.format_exc(limit=3).strip().splitlines()
         return None, f"{type(exc).__name__}: {one_line(exc)} ({tb[-2].strip() if len(tb) > 1 else ''})"
-
-
-def _fingerprint() -> str:
-    """rlexp's code and configs: with a step's overrides, all its record id can depend on."""
-    h = hashlib.sha256()
-    package = Path(__file__).resolve().parents[1]
-    for root, pattern in ((package, "*.py"), (CONF_DIR, "*.yaml")):
-        for path in sorted(root.rglob(pattern)):
-            h.update(str(path.relative_to(root)).encode())
-            h.update(path.read_bytes())
-    return h.hexdigest()[:16]
-
-
-class StepLedger:
-    """The record each step made, remembered per :func:`_fingerprint` in ``<store>/cache/study/``.
-
-    A step's record id is a function of its composed config and its inputs' record ids; the config
-    is one of its overrides, rlexp's code and ``conf/``, and the overrides name every input record
-    by id (an RM, a pool's policy and prompt set). So a step seen before under the same fingerprint,
-    whose record is still in the store, is decided here, in the parent, and never dispatched: a
-    finished study reruns without composing one config per step in worker processes.
-    """
-
-    RECORD_TASK = {"pool": "sample"}  # a pool step's record is a `sample` record
-    # Overrides that never change a record id (where files go, logging, progress bars).
-    NO_EFFECT = ("paths.", "logger", "progress=")
-
-    def __init__(self, store: Store, enabled: bool = True) -> None:
-        self.store = store
-        self.enabled = enabled
-        self.path = store.root / "cache" / "study" / f"{_fingerprint()}.json"
-        self.known: dict[str, str] = json.loads(self.path.read_text()) if enabled and self.path.is_file() else {}
-
-    @classmethod
-    def key(cls, step: Step) -> str:
-        kept = [o for o in step.overrides if not o.startswith(cls.NO_EFFECT)]
-        return content_hash({"task": step.task, "compose": step.compose, "overrides": kept})
-
-    def cached(self, step: Step) -> str | None:
-        """The record id of ``step`` when it ran before (same fingerprint) and its record exists."""
-        rid = self.known.get(self.key(step)) if self.enabled else None
-        return rid if rid and self.store.exists(self.RECORD_TASK.get(step.task, step.task), rid) else None
-
-    def remember(self, steps: list[Step], results: Results) -> None:
-        """Add the steps that made a record (atomically: parallel studies may share a store)."""
-        new = {self.key(s): results[s.key][0] for s in steps if s.key in results and results[s.key][0]}
-        if not self.enabled or all(self.known.get(k) == v for k, v in new.items()):
-            return
-        on_disk = json.loads(self.path.read_text()) if self.path.is_file() else {}
-        self.known = {**on_disk, **self.known, **new}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self.known, sort_keys=True))
-        os.replace(tmp, self.path)
 
 
 def study_seeds(grid: DictConfig | StudyGrid, default: int, field: str = "seeds") -> list[int]:
@@ -251,6 +195,7 @@ class StudyPlan:
         log.info("study: %d worker process(es), %d torch thread(s) each", self.n_jobs, self.threads)
         results = run_jobs(jobs, partial(run_step, threads=self.threads), self.n_jobs, decided=decided,
                            started=clock.started, finished=finished)
+        self.ledger.flush()
         for key, result in results.items():
             if key not in clock.done:  # decided in the parent or never run
                 clock.finished(key, result, dispatched=False)
@@ -352,6 +297,26 @@ def _extra_benchmark(plan: StudyPlan, key: str, rid: str, bench: str) -> Step:
     return Step("evaluate", key, [o for o in step.overrides if not o.startswith("benchmark=")] + [f"benchmark={bench}"])
 
 
+def check_rm_folders(store: Store, rms: dict[str, str]) -> None:
+    """Refuse a study whose trained RM lost its model folder (deleted from the store by hand): its
+    evaluations and downstream runs fail, and a report without its rows would look complete."""
+    from rlexp.models.loading import check_model_dir
+
+    lost = []
+    for key, rid in rms.items():
+        record = store.get(rid, "train_rm")
+        folder = store.resolve(record.artifacts.get("model", f"artifacts/train_rm/{rid}/model"))
+        try:
+            check_model_dir(folder)
+        except ConfigError as exc:
+            lost.append((key, rid, one_line(exc)))
+    if lost:
+        key, rid, problem = lost[0]
+        more = f" (and {len(lost) - 1} more reward model(s))" if len(lost) > 1 else ""
+        raise StoreError(f"reward model {key}: {problem}{more}; restore it, or delete its record "
+                         f"{store.record_path('train_rm', rid)} to train it again (no report written)")
+
+
 def _correlate(cfg: DictConfig, plan: StudyPlan, results: Results, rms: dict[str, str]) -> Record:
     """Correlate what finished, and say what did not."""
     record_ids = sorted({rid for rid, _ in results.values() if rid})
@@ -391,6 +356,7 @@ def run(cfg: DictConfig) -> Record:
     results = plan.run([j for j in jobs if not set(j.needs) & missing])
     results.update({f"ppo/{key}": (None, "no trained RM for this pick") for key in sorted(missing)})
     rms = {k: rid for k, (rid, _) in results.items() if k.startswith("train_rm/") and rid}
+    check_rm_folders(Store(cfg.paths.store), rms)
     return _correlate(cfg, plan, results, rms)
 
 

@@ -23,7 +23,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("commands",),  # non-Hydra commands (store, lineage, judge)
     ("tasks",),  # one Hydra app per task
     ("inputs",),  # the one place that builds a task's inputs
-    ("runtime", "job_graph"),  # execute: a record per run; jobs run as their inputs' records appear
+    # execute: a record per run; jobs run as their inputs' records appear; the study's memory of its steps
+    ("runtime", "job_graph", "step_ledger"),
     ("tracking",),  # Weights & Biases
     ("downstream",),  # sampling pools, Best-of-N maths, the PPO adapter
     ("scoring",),  # scorers: reward models, judges, planners
