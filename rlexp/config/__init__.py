@@ -64,11 +64,11 @@ if not OmegaConf.has_resolver("rlexp_path"):
     # ${rlexp_path:<value>,<name>}: a path under paths.* checked and expanded (see checked_path).
     OmegaConf.register_new_resolver("rlexp_path", checked_path)
 if not OmegaConf.has_resolver("rlexp_subdir"):
-    # Sweep job folder: override_dirname (without seed and paths), then the seed on its own.
-    # An empty override_dirname must not yield "/seed=1", which os.path.join treats as absolute.
-    OmegaConf.register_new_resolver(
-        "rlexp_subdir", lambda dirname, seed: f"{dirname}/seed={seed}" if dirname else f"seed={seed}"
-    )
+    # Sweep job folder: override_dirname (without seed, paths and any override holding a secret),
+    # then the seed on its own (see rlexp.redaction.sweep_subdir).
+    from rlexp.redaction import sweep_subdir
+
+    OmegaConf.register_new_resolver("rlexp_subdir", sweep_subdir)
 
 
 SCHEMAS: dict[str, type] = {
