@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("scorer",),  # the scorer contract
     ("data",),  # schemas, loaders, mixes, formatting
     ("store", "config"),  # records; typed config schemas
-    ("errors",),
+    ("errors", "redaction"),  # one-line errors; secrets found by key and value pattern
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 
