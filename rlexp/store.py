@@ -77,6 +77,9 @@ HASH_NEUTRAL: dict[tuple[str, str], Any] = {
     ("judge", "concurrency"): None,
     ("judge", "max_retries"): None,
     ("judge", "request_timeout"): None,
+    # A suite task's grading metric (prompts.tasks.<task>.metric) is the gold judge's: its pool-scores
+    # record names it (rlexp.scoring.factory.judge_key), so a pool does not change with it.
+    **{(t, "metric"): None for t in ("gsm8k", "math", "ifeval", "alpacaeval", "bbh", "popqa", "humanevalplus")},
 }
 
 # HASH_NEUTRAL entries whose neutral value held only where their siblings pass this test: a vLLM

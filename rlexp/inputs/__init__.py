@@ -60,7 +60,7 @@ from rlexp.scoring.factory import RMRef, judge_model, judge_name, llm_judge, rew
 from rlexp.scoring.judges import PairwiseJudge, RMGoldJudge, SandboxJudge
 from rlexp.scoring.suite_grader import PreferenceJudge, RMPreference, SuiteGraderJudge
 from rlexp.store import Record, Store, content_hash
-from rlexp.suite.loading import load_suite, task_settings
+from rlexp.suite.loading import load_suite, suite_metrics, task_settings
 
 
 def data_ref(ref: str, cfg: DictConfig) -> tuple[str, str | None]:
@@ -195,7 +195,9 @@ def prompt_set(cfg: DictConfig, split: str | None = None) -> tuple[list[PromptIt
                               "train PPO on another prompt set")
         tasks = task_settings(cfg.prompts.tasks)
         items = load_suite(tasks)
-        settings = content_hash({k: dataclasses.asdict(v) for k, v in tasks.items()})
+        # A task's metric is the gold judge's (suite_metrics), not the prompts': it never names a prompt set.
+        settings = content_hash({k: {f: x for f, x in dataclasses.asdict(v).items() if f != "metric"}
+                                 for k, v in tasks.items()})
         return items, f"suite:{settings}#{worlds.rows_hash(items)}"  # the rows: a task export edited in place
     if not cfg.prompts.source:
         raise ConfigError(f"prompts={cfg.prompts.name} names neither a source nor suite tasks")
@@ -364,7 +366,9 @@ def gold_judge(cfg: Any, kind: str) -> Scorer:
             preference = RMPreference(reward_scorer(ref, cfg.scorer, {"mode": "none"}, name=f"preference:{ref.input_id}"))
         elif cfg.judge.get("model"):
             preference = PairwiseJudge(judge_model(typed(cfg.judge, JudgeConfig), local, cache))
-        return SuiteGraderJudge(preference, workers=int(cfg.judge.workers), timeout=float(cfg.judge.timeout))
+        metrics = suite_metrics(cfg.prompts.tasks) if cfg.prompts.get("tasks") else {}
+        return SuiteGraderJudge(preference, workers=int(cfg.judge.workers), timeout=float(cfg.judge.timeout),
+                                metrics=metrics)
     return llm_judge(cfg.judge, local, cache)
 
 

@@ -25,7 +25,7 @@ from rlexp.scoring.reward_model import RewardModelScorer
 from rlexp.suite import GRADER_VERSION
 from rlexp.suite import KIND as SUITE_KIND
 from rlexp.suite import task as suite_task
-from rlexp.suite.loading import task_settings
+from rlexp.suite.loading import suite_metrics, task_settings
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,10 @@ def judge_name(judge: Mapping[str, Any] | JudgeConfig, kind: str) -> str:
     return str(name)
 
 
-def judge_key(judge: Mapping[str, Any] | JudgeConfig, kind: str) -> dict[str, Any]:
-    """What identifies a gold judge's scores (the cache key of its pool scores)."""
+def judge_key(judge: Mapping[str, Any] | JudgeConfig, kind: str, prompts: Mapping[str, Any] | None = None
+              ) -> dict[str, Any]:
+    """What identifies a gold judge's scores (the cache key of its pool scores); for the suite's graders,
+    the metrics ``prompts.tasks`` sets away from the tasks' defaults are part of it."""
     judge_cfg: JudgeConfig = typed(judge, JudgeConfig)
     name = judge_name(judge_cfg, kind)
     key: dict[str, Any] = {"judge": name}
@@ -94,6 +96,9 @@ def judge_key(judge: Mapping[str, Any] | JudgeConfig, kind: str) -> dict[str, An
         # A grader library's release can change a grade, so the versions are part of the cache key.
         key["libraries"] = grader_versions()
         key["grader_version"] = GRADER_VERSION
+        metrics = suite_metrics(prompts["tasks"]) if prompts and prompts.get("tasks") else {}
+        if metrics:
+            key["metrics"] = metrics
         key["timeout"] = judge_cfg.timeout
         if judge_cfg.rm:
             key["preference"] = str(judge_cfg.rm)

@@ -66,12 +66,13 @@ class SuiteGraderJudge:
     """Gold scores of suite samples: library graders in processes, a preference judge for AlpacaEval."""
 
     def __init__(self, preference: PreferenceJudge | None = None, *, workers: int = 2, timeout: float = 60.0,
-                 name: str = "grader") -> None:
+                 name: str = "grader", metrics: Mapping[str, str] | None = None) -> None:
         if workers < 1:
             raise ConfigError(f"judge.workers={workers} must be >= 1")
         if not timeout > 0:
             raise ConfigError(f"judge.timeout={timeout} must be > 0")
         self.preference = preference
+        self.metrics = dict(metrics or {})  # task -> a metric other than its default (prompts.tasks.<task>.metric)
         self.workers = workers
         self.timeout = float(timeout)
         self.name = name
@@ -100,7 +101,7 @@ class SuiteGraderJudge:
     def _grade(self, items: Sequence[ScoreInput]) -> np.ndarray:
         scores = np.zeros(len(items), dtype=np.float64)
         pool = self._workers()
-        futures = [pool.schedule(_grade_one, (it.response, dict(it.hidden)), timeout=self.timeout) for it in items]
+        futures = [pool.schedule(_grade_one, (it.response, self._hidden(it.hidden)), timeout=self.timeout) for it in items]
         for i, (it, future) in enumerate(zip(items, futures, strict=True)):
             task = str(it.hidden["task"])
             try:
@@ -112,6 +113,11 @@ class SuiteGraderJudge:
             except Exception as exc:  # noqa: BLE001 - any grader crash is this sample's failure
                 self._fail(task, "grader_failures", f"{task}: {type(exc).__name__}: {exc}")
         return scores
+
+    def _hidden(self, hidden: Mapping[str, Any]) -> dict[str, Any]:
+        """An item's grader fields with the judge's metric for its task, where one is set."""
+        metric = self.metrics.get(str(hidden["task"]))
+        return {**hidden, "metric": metric} if metric else dict(hidden)
 
     def _workers(self) -> Any:
         """The process pool, started on first use and kept across calls (a pool scores in chunks, and

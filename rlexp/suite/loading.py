@@ -6,7 +6,7 @@ as the hub does). Subtasks (MATH subjects, BBH tasks) come from a row column whe
 one, else from the hub config or the file (or folder) name. Few-shot exchanges are the task's
 fixed exemplars (``rlexp/suite/shots/``, as OLMES's ``::tulu`` regimes use them), or, for a task
 with a ``shot_split``, rows of that split of the same source, the question's own row excluded.
-A task's ``metric`` setting, when given, travels in each item's ``hidden['metric']`` to its grader.
+A task's ``metric`` setting is the gold judge's (:func:`suite_metrics`): it never enters the items.
 """
 
 from __future__ import annotations
@@ -71,15 +71,27 @@ def _subsample(rows: list[Row], limit: int | None, seed: int) -> list[Row]:
     return [rows[i] for i in picked]
 
 
-def _metric(name: str, cfg: SuiteTaskConfig) -> dict[str, str]:
-    """The hidden field naming the task's metric when the setting gives one; a one-line error if unknown."""
-    if cfg.metric is None:
-        return {}
+def _check_metric(name: str, cfg: SuiteTaskConfig) -> None:
+    """A one-line error when ``cfg.metric`` is not one of the task's metrics."""
     known = METRICS.get(name, ())
-    if cfg.metric not in known:
+    if cfg.metric is not None and cfg.metric not in known:
         choices = f"one of {', '.join(known)}" if known else "left unset (the task has one metric)"
         raise ConfigError(f"prompts.tasks.{name}.metric={cfg.metric!r} is unknown; {name}'s metric must be {choices}")
-    return {"metric": cfg.metric}
+
+
+def suite_metrics(tasks: Mapping[str, Any]) -> dict[str, str]:
+    """The metrics ``prompts.tasks`` sets away from the tasks' defaults, task -> metric (checked).
+
+    A metric is how the gold judge grades, not what the policy is asked: it is part of the gold
+    judge's cache key (:func:`rlexp.scoring.factory.judge_key`) and reaches the grader through the
+    judge, never through the prompts, so choosing OLMES's metric re-grades a pool without re-sampling it.
+    """
+    out = {}
+    for name, cfg in task_settings(tasks).items():
+        _check_metric(name, cfg)
+        if cfg.metric is not None and cfg.metric != METRICS[name][0]:
+            out[name] = cfg.metric
+    return dict(sorted(out.items()))
 
 
 def load_task(name: str, cfg: SuiteTaskConfig) -> list[PromptItem]:
@@ -95,7 +107,7 @@ def load_task(name: str, cfg: SuiteTaskConfig) -> list[PromptItem]:
     if cfg.shot_split is not None and not spec.shot_split:
         raise ConfigError(f"prompts.tasks.{name}.shot_split={cfg.shot_split!r}: {name}'s shots are fixed "
                           "exemplars (rlexp/suite/shots), not rows of a split")
-    metric = _metric(name, cfg)
+    _check_metric(name, cfg)
     shots_on = spec.shots is not None and k > 0
     pool: Sequence[Row] = _rows(spec, source, cfg.shot_split or spec.shot_split) if shots_on and spec.shot_split else ()
     ids = UniqueIds("prompt_id")
@@ -107,7 +119,7 @@ def load_task(name: str, cfg: SuiteTaskConfig) -> list[PromptItem]:
         prompt_id = f"{name}:{native}" if native is not None else f"{name}:{row.group}:{index:05d}"
         ids.add(prompt_id, row.at)
         shots = spec.shots(row, [r for r in pool if r.data is not row.data], k) if shots_on else []
-        items.append(PromptItem(prompt_id, prompt, KIND, (), {"task": name, "group": row.group, **hidden, **metric},
+        items.append(PromptItem(prompt_id, prompt, KIND, (), {"task": name, "group": row.group, **hidden},
                                 tuple(shots), prefill=spec.prefill, stop=tuple(spec.stop),
                                 max_new_tokens=spec.max_new_tokens))
     return items

@@ -161,7 +161,7 @@ def run(cfg: DictConfig) -> Record:
     check_gold_judge(cfg.judge, cfg.prompts)  # a bad judge config fails before sampling
     pool, prompts = inputs.pool(cfg)
     kind = prompts[0].kind if prompts else cfg.prompts.name
-    gold_key = judge_key(cfg.judge, kind)
+    gold_key = judge_key(cfg.judge, kind, cfg.prompts)
     rm_scores, rm_sid = inputs.pool_scores(cfg, pool_record=pool, prompts=prompts, scorer_key=inputs.rm_scores_key(rm.input_id, cfg),
                                            make_scorer=lambda: reward_scorer(rm, cfg.scorer, cfg.profile), role="rm")
     gold, gold_sid = inputs.pool_scores(cfg, pool_record=pool, prompts=prompts, scorer_key=gold_key,

@@ -226,7 +226,7 @@ def _judge_pools(cfg: DictConfig, before: Record, after: Record, prompts: list[A
                  rm_id: str) -> dict[str, Any]:
     """Per-prompt mean gold and proxy scores of the initial and the trained policy's pools."""
     kind = prompts[0].kind if prompts else str(cfg.prompts.name)
-    gkey = judge_key(cfg.judge, kind)
+    gkey = judge_key(cfg.judge, kind, cfg.prompts)
     rm_key = inputs.rm_scores_key(rm_id, cfg)
 
     def judged(pool: Record, key: dict[str, Any], factory: Any, role: str) -> np.ndarray:

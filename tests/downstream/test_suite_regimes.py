@@ -17,7 +17,7 @@ import pytest
 from rlexp.config.nodes import SuiteTaskConfig
 from rlexp.errors import ConfigError
 from rlexp.suite import TASKS, grade
-from rlexp.suite.loading import METRICS, load_task, task_settings
+from rlexp.suite.loading import METRICS, load_task, suite_metrics
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "suite"
 
@@ -117,17 +117,44 @@ def test_popqa_regime_and_shots_never_show_an_evaluated_answer(tmp_path: Path) -
 def test_metric_setting_selects_olmes_and_rejects_unknown_in_one_line() -> None:
     response = r"so the answer is $\boxed{\frac{1}{2}}$."  # right, without Minerva's closing sentence
     default = _items("math")[0]  # gold \frac{1}{2}
-    assert "metric" not in default.hidden and grade(response, default.hidden) == 1.0  # math-verify
-    olmes = load_task("math", task_settings({"math": {"source": str(FIXTURES / "math"), "metric": "olmes"}})["math"])[0]
-    assert olmes.hidden["metric"] == "olmes" and grade(response, olmes.hidden) == 0.0  # OLMES's exact match
+    assert grade(response, default.hidden) == 1.0  # math-verify
+    assert grade(response, {**default.hidden, "metric": "olmes"}) == 0.0  # OLMES's exact match
     assert METRICS["math"] == ("math_verify", "olmes") and all(METRICS[t] == ("olmes",) for t in ("gsm8k", "bbh",
                                                                                                   "popqa"))
-    assert _items("gsm8k", metric="olmes")[0].hidden["metric"] == "olmes"
+    # The metric is the gold judge's: the items (and so the pool) are the same whatever it is.
+    assert _items("math", metric="olmes") == _items("math")
+    tasks = {"math": {"source": str(FIXTURES / "math"), "metric": "olmes"}, "gsm8k": {"metric": "olmes"},
+             "bbh": {}}
+    assert suite_metrics(tasks) == {"math": "olmes"}  # gsm8k's only metric is its default
     with pytest.raises(ConfigError, match=r"prompts.tasks.math.metric='exact' is unknown.*math_verify, olmes") as err:
         _items("math", metric="exact")
     assert "\n" not in str(err.value)
     with pytest.raises(ConfigError, match="ifeval's metric must be left unset"):
         load_task("ifeval", SuiteTaskConfig(source=str(FIXTURES / "ifeval"), metric="olmes"))
+
+
+def test_the_metric_keys_the_gold_scores_not_the_pool() -> None:
+    from rlexp.config.nodes import JudgeConfig
+    from rlexp.scorer import ScoreInput
+    from rlexp.scoring.factory import judge_key
+    from rlexp.scoring.suite_grader import SuiteGraderJudge
+    from rlexp.store import HASH_NEUTRAL, record_id
+
+    olmes = {"tasks": {"math": {"metric": "olmes"}}}
+    judge = JudgeConfig(name="grader", rm="some/rm")
+    assert judge_key(judge, "suite", olmes)["metrics"] == {"math": "olmes"}
+    assert "metrics" not in judge_key(judge, "suite", {"tasks": {"math": {"metric": "math_verify"}}})
+    # A record's config never hashes the metric: every suite task has its neutral entry.
+    assert all(HASH_NEUTRAL[(t, "metric")] is None for t in TASKS)
+    config = {"prompts": {"tasks": {"math": {"limit": 5, "metric": None}}}}
+    with_olmes = {"prompts": {"tasks": {"math": {"limit": 5, "metric": "olmes"}}}}
+    assert record_id("sample", config, {}) == record_id("sample", with_olmes, {})
+    # The judge hands its metric to the grader.
+    item = _items("math")[0]
+    response = r"so the answer is $\boxed{\frac{1}{2}}$."
+    graded = [SuiteGraderJudge(workers=1, metrics=m).score([ScoreInput(item.prompt, response, (), item.hidden)])[0]
+              for m in ({}, {"math": "olmes"})]
+    assert graded == [1.0, 0.0]
 
 
 def test_fixed_shots_refuse_a_shot_split_and_too_many_shots() -> None:
