@@ -5,6 +5,8 @@ Anything a user can fix (bad config, bad input file, missing record) raises a su
 task entry points print ``rlexp <task>: error: <message>`` and exit with code 2, no traceback.
 """
 
+from pathlib import Path
+
 
 class RlexpError(Exception):
     """An error caused by user input; its message is one line and says what to fix."""
@@ -22,6 +24,16 @@ class DataError(RlexpError):
 
 class StoreError(RlexpError):
     """The run store is unusable or a referenced record is missing."""
+
+
+class DamagedRecord(StoreError):
+    """A record file that cannot be read, or whose artifact is missing or cut short: ``path`` is the
+    record file, ``problem`` what is wrong with it (the message says what to delete)."""
+
+    def __init__(self, message: str, path: Path, problem: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.problem = problem
 
 
 def misread_as_number(ref: str, quoted: str = "rm='3476e31901852042'") -> str:

@@ -22,7 +22,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp.config import CONF_DIR
-from rlexp.errors import ConfigError, RlexpError, rlexp_cause
+from rlexp.errors import ConfigError, DamagedRecord, RlexpError, rlexp_cause
 from rlexp.store import Record, Store, git_commit, library_versions, record_id
 from rlexp.tracking import Tracker, redact, track
 
@@ -92,8 +92,20 @@ def existing_record(task: str, cfg: DictConfig, inputs: Mapping[str, str] | None
     if bool(cfg.get("force", False)):
         return None
     rid = record_id(task, OmegaConf.to_container(cfg, resolve=True), dict(inputs or {}))
-    store = Store(cfg.paths.store)
-    return store.get(rid, task) if store.exists(task, rid) else None
+    return reusable(Store(cfg.paths.store), task, rid)
+
+
+def reusable(store: Store, task: str, rid: str, set_aside: bool = False) -> Record | None:
+    """The stored record ``rid`` when it is whole; None when there is none or it is damaged (its file
+    no record, an artifact missing or cut short): the run makes it again, with the same result.
+    ``set_aside`` (under the record's lock) moves a damaged one to ``<store>/damaged/`` first."""
+    try:
+        return store.intact(task, rid)
+    except DamagedRecord as exc:
+        if set_aside:
+            moved = store.set_aside(task, rid)
+            log.warning("%s: record %s is damaged (%s); set aside in %s, running it again", task, rid, exc.problem, moved)
+        return None
 
 
 def execute(task: str, cfg: DictConfig, body: Body, inputs: Mapping[str, str] | None = None) -> Record:
@@ -106,14 +118,14 @@ def execute(task: str, cfg: DictConfig, body: Body, inputs: Mapping[str, str] | 
     inputs = dict(inputs or {})
     rid = record_id(task, config, inputs)
     force = bool(cfg.get("force", False))
-    if store.exists(task, rid) and not force:
+    if not force and (found := reusable(store, task, rid)) is not None:
         log.info("%s: record %s exists, skipping (force=true redoes it)", task, rid)
-        return store.get(rid, task)
+        return found
     with store.lock(task, rid) as waited:
         # A second identical run waits for the first and reuses its record instead of redoing the work.
-        if store.exists(task, rid) and (not force or waited):
+        if (not force or waited) and (found := reusable(store, task, rid, set_aside=True)) is not None:
             log.info("%s: record %s was written by a concurrent run; reusing it", task, rid)
-            return store.get(rid, task)
+            return found
         return _run_body(task, cfg, body, store, config, inputs, rid)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,8 +22,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rlexp.config import CONF_DIR
-from rlexp.errors import StoreError
+from rlexp.errors import DamagedRecord, StoreError
 from rlexp.store import NO_EFFECT_KEYS, Store, content_hash
+
+log = logging.getLogger("rlexp")
 
 Stamps = dict[str, list[str | None]]  # external path -> [stat signature, content hash]
 
@@ -219,11 +222,20 @@ class StepLedger:
         self._refreshed: set[str] = set()  # keys whose stamps were refreshed (same bytes, new mtime)
 
     def _load(self) -> tuple[dict[str, str], dict[str, Stamps]]:
-        """(step key -> record id, step key -> stamps of the external paths its records name)."""
-        data = json.loads(self.path.read_text()) if self.path.is_file() else {}
-        if "steps" not in data:  # a ledger written before stamps: every entry a record id
-            return data, {}
-        return data["steps"], data.get("reads", {})
+        """(step key -> record id, step key -> stamps of the external paths its records name). A ledger
+        cut short (a full disk) or hand-edited is only a cache: it is dropped and written afresh."""
+        try:
+            data = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            data = None
+        if isinstance(data, dict) and "steps" not in data and all(isinstance(v, str) for v in data.values()):
+            return data, {}  # a ledger written before stamps: every entry a record id
+        if isinstance(data, dict) and isinstance(data.get("steps"), dict) and isinstance(data.get("reads", {}), dict):
+            return data["steps"], data.get("reads", {})
+        log.warning("study: step ledger %s is damaged; removed it (each step finds its record in the store "
+                    "once, and the ledger is written afresh)", self.path)
+        self.path.unlink(missing_ok=True)
+        return {}, {}
 
     @classmethod
     def key(cls, step: LedgerStep) -> str:
@@ -237,7 +249,10 @@ class StepLedger:
             return None
         key = self.key(step)
         rid = self.known.get(key)
-        if not rid or not self.store.exists(self.RECORD_TASK.get(step.task, step.task), rid):
+        try:  # a damaged record (its file, or an artifact missing or cut short) is made again in a worker
+            if not rid or self.store.intact(self.RECORD_TASK.get(step.task, step.task), str(rid)) is None:
+                return None
+        except DamagedRecord:
             return None
         stamps = self.reads.get(key)
         if stamps:

@@ -5,11 +5,17 @@ Layout under ``paths.store``::
     records/<task>/<id>.json      the record (exists only for a finished run)
     artifacts/<task>/<id>/...     files the run produced (checkpoints, parquet, models)
     cache/judge/responses.sqlite  a served judge's answers by request (read by every later run)
+    damaged/<task>/<id>/          a record found damaged, set aside with its artifacts (deletable)
 
 A record id is a hash of what determines the result: the task, its config minus keys that have
 no effect on the result (paths, logging, progress bars, ...), and the ids of its inputs. The same
 config in another process or on another machine gives the same id, so re-running finds the
 record and skips the work.
+
+A record is damaged when its file is no record (cut short, ``{}``) or an artifact it names is missing
+or cut short (:mod:`rlexp.integrity`). Where rlexp would make that record it counts as absent (the
+run sets it aside and makes it again, which gives the same result); a record a user names is refused
+with one line (:class:`~rlexp.errors.DamagedRecord`) that says what to delete.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlexp.errors import StoreError
+from rlexp.errors import DamagedRecord, StoreError
+from rlexp.integrity import artifact_problem, record_problem
 
 SCHEMA_VERSION = 1
 
@@ -215,23 +222,78 @@ class Store:
         return self.record_path(task, rid).is_file()
 
     def get(self, rid: str, task: str | None = None) -> Record:
-        """Load a record by id (optionally restricted to a task); a missing id is a StoreError."""
+        """Load a record by id (optionally restricted to a task); a missing id is a StoreError, an
+        unreadable record file a :class:`DamagedRecord`."""
         if task is not None:
             path = self.record_path(task, rid)
             if path.is_file():
-                return Record.from_dict(json.loads(path.read_text()))
+                return self.read(path)
         else:
             for path in (self.root / "records").glob(f"*/{rid}.json"):
-                return Record.from_dict(json.loads(path.read_text()))
+                return self.read(path)
         where = f"task {task!r}" if task else "any task"
         raise StoreError(f"no record {rid!r} for {where} in store {self.root}")
 
     def find(self, rid_or_prefix: str) -> Record | None:
-        """A record whose id is ``rid_or_prefix`` or starts with it (unique), else None."""
+        """A record whose id is ``rid_or_prefix`` or starts with it (unique), else None; an unreadable
+        record file is a :class:`DamagedRecord`."""
         matches = list((self.root / "records").glob(f"*/{rid_or_prefix}*.json"))
         if len(matches) == 1:
-            return Record.from_dict(json.loads(matches[0].read_text()))
+            return self.read(matches[0])
         return None
+
+    def read(self, path: Path) -> Record:
+        """The record in file ``path``, or a :class:`DamagedRecord` naming the file when it holds none
+        (cut short by a crash or a full disk, emptied, another id's)."""
+        try:
+            data = json.loads(path.read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            problem = "not valid JSON: cut short?"
+        else:
+            problem = record_problem(data, path)
+        if problem is None:
+            return Record.from_dict(data)
+        raise DamagedRecord(f"record file {path} is damaged ({problem}); delete it, or set it aside with "
+                            f"`rlexp store check --fix`, and rerun what made it", path, problem)
+
+    def damage(self, record: Record) -> tuple[Path, str] | None:
+        """(file, problem) of the first artifact of ``record`` that is missing or cut short, else None."""
+        for rel in record.artifacts.values():
+            found = artifact_problem(self.resolve(str(rel)))
+            if found:
+                return found
+        return None
+
+    def checked(self, record: Record) -> Record:
+        """``record`` when its artifacts are whole; else a :class:`DamagedRecord` naming the file and
+        the record to delete (for a record a user names: nothing can make it again here)."""
+        found = self.damage(record)
+        if found is None:
+            return record
+        path = self.record_path(record.task, record.id)
+        problem = f"{found[0]} is {found[1]}"
+        raise DamagedRecord(f"{record.task} record {record.id}: {problem}; delete {path}, or set it aside with "
+                            f"`rlexp store check --fix`, and rerun {record.task} to make it again", path, problem)
+
+    def intact(self, task: str, rid: str) -> Record | None:
+        """The record when it exists and is whole, None when there is none, a :class:`DamagedRecord`
+        when its file or an artifact is damaged."""
+        path = self.record_path(task, rid)
+        return self.checked(self.read(path)) if path.is_file() else None
+
+    def set_aside(self, task: str, rid: str) -> Path:
+        """Move a damaged record and its artifact folder to ``damaged/<task>/<rid>[.N]/``; returns it.
+        Call it holding the record's lock: the next run makes the record afresh."""
+        dst = self.root / "damaged" / task / rid
+        n = 0
+        while dst.exists():
+            n += 1
+            dst = dst.with_name(f"{rid}.{n}")
+        dst.mkdir(parents=True)
+        for src, name in ((self.record_path(task, rid), "record.json"), (self.artifact_dir(task, rid), "artifacts")):
+            if src.exists():
+                os.replace(src, dst / name)
+        return dst
 
     def put(self, record: Record) -> Path:
         """Write a record atomically: temporary file in the same directory, fsync, rename."""
@@ -283,15 +345,23 @@ class Store:
                 path.unlink(missing_ok=True)
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
-    def records(self, task: str | None = None) -> Iterator[Record]:
-        """All finished records (of one task), oldest first. Unreadable files are skipped."""
-        pattern = f"{task}/*.json" if task else "*/*.json"
-        paths = sorted((self.root / "records").glob(pattern), key=lambda p: p.stat().st_mtime)
-        for path in paths:
+    def records(self, task: str | None = None, skipped: list[DamagedRecord] | None = None) -> Iterator[Record]:
+        """All finished records (of one task), oldest first. Damaged record files are skipped (and
+        added to ``skipped``); so are files gone meanwhile."""
+        stamped = []
+        for path in (self.root / "records").glob(f"{task}/*.json" if task else "*/*.json"):
             try:
-                yield Record.from_dict(json.loads(path.read_text()))
-            except (OSError, json.JSONDecodeError):
+                stamped.append((path.stat().st_mtime, path))
+            except OSError:
                 continue
+        for _, path in sorted(stamped):
+            try:
+                yield self.read(path)
+            except OSError:
+                continue
+            except DamagedRecord as exc:
+                if skipped is not None:
+                    skipped.append(exc)
 
     def resolve(self, rel: str) -> Path:
         """Absolute path of an artifact path stored relative to the store root."""

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import os
 import sys
 
+from rlexp.commands import CommandParser
 from rlexp.errors import ConfigError
 
 # The module, not the `vllm` console script: the script looks up a distribution named `vllm` and
@@ -21,8 +21,8 @@ def serve_argv(model: str, host: str, port: int, extra: list[str]) -> list[str]:
 
 def main(args: list[str]) -> int:
     """`rlexp judge serve`; replaces this process with the server (returns only on a bad command line)."""
-    parser = argparse.ArgumentParser(prog="rlexp judge", description="Serve an LLM judge over an OpenAI-compatible API.")
-    sub = parser.add_subparsers(dest="cmd", required=True)
+    parser = CommandParser(prog="rlexp judge", description="Serve an LLM judge over an OpenAI-compatible API.")
+    sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="start vLLM's OpenAI-compatible server for MODEL (folder or hub id)",
                            description="Any further arguments go to the vLLM server unchanged "
                                        "(e.g. --tensor-parallel-size 4 --served-model-name NAME).")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import time
 
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp import inputs
+from rlexp.commands import CommandParser
 from rlexp.config import CONF_DIR
 from rlexp.errors import ConfigError
 from rlexp.runtime import compose_task
@@ -20,14 +20,14 @@ def _compose(name: str, overrides: list[str]) -> DictConfig:
 
 def main(args: list[str]) -> int:
     """`rlexp lineage build|ls`; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="rlexp lineage", description="Build or list model lineages.")
-    sub = parser.add_subparsers(dest="cmd", required=True)
+    parser = CommandParser(prog="rlexp lineage", description="Build or list model lineages.")
+    sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="build tiny lineages (cached by content hash)")
     build.add_argument("names", nargs="*", default=["tiny_llama", "tiny_qwen"])
     build.add_argument("--override", "-o", action="append", default=[], help="hydra override, e.g. paths.root=/x")
     sub.add_parser("ls", help="list the lineages in conf/model/ and the built ones")
     ns = parser.parse_args(args)
-    if ns.cmd == "build":
+    if ns.command == "build":
         known = sorted(p.stem for p in (CONF_DIR / "model").glob("*.yaml"))
         unknown = [n for n in ns.names if n not in known]
         if unknown:

@@ -7,13 +7,13 @@ RM. Fast (a few thousand short texts) and read-only: it writes no record.
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import numpy as np
 
 from rlexp import inputs
+from rlexp.commands import CommandParser
 from rlexp.errors import ConfigError
 from rlexp.runtime import compose_task, quote
 from rlexp.sandbox.probes import ProbePair, probe_families
@@ -39,7 +39,7 @@ def accuracies(rm_ref: str, overrides: list[str], families: dict[str, list[Probe
 
 def main(args: list[str]) -> int:
     """`rlexp probe`; returns the exit code."""
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="rlexp probe",
         description="Pairwise accuracy of sandbox RMs on minimal pairs: facts and arithmetic without any tell, "
                     "and the general tasks with and without their hedge/bluff cues (0.5 = chance).")

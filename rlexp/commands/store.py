@@ -1,14 +1,18 @@
-"""`rlexp store ls [--task T] [--store DIR]` and `rlexp store show ID`."""
+"""`rlexp store ls [--task T]`, `rlexp store show ID` and `rlexp store check [--fix]` (all with
+`--store DIR` before the subcommand)."""
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
+import fcntl
 import json
 import os
+import sys
+from pathlib import Path
 
+from rlexp.commands import CommandParser
 from rlexp.config import data_root
-from rlexp.errors import StoreError
+from rlexp.errors import DamagedRecord, StoreError
 from rlexp.store import Store
 
 #: Every task that writes records: the Hydra tasks plus the inputs built on their behalf.
@@ -21,30 +25,112 @@ def _default_store() -> str:
 
 
 def main(args: list[str]) -> int:
-    """`rlexp store ls|show`; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="rlexp store", description="Inspect the run store.")
+    """`rlexp store ls|show|check`; returns the exit code."""
+    parser = CommandParser(prog="rlexp store", description="Inspect the run store.")
     parser.add_argument("--store", default=_default_store(), help="store folder (default: <root>/runs)")
-    sub = parser.add_subparsers(dest="cmd", required=True)
+    sub = parser.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("ls", help="one line per record")
     ls.add_argument("--task", default=None)
     show = sub.add_parser("show", help="print one record as JSON")
     show.add_argument("id", help="record id or unique prefix")
+    check = sub.add_parser("check", help="list damaged records (unreadable, artifacts missing or cut short) and "
+                                         "artifact folders no record names")
+    check.add_argument("--fix", action="store_true", help="set damaged records aside in <store>/damaged/")
     ns = parser.parse_args(args)
     store = Store(ns.store)
-    if ns.cmd == "ls":
-        if ns.task is not None and ns.task not in RECORD_TASKS:
-            raise StoreError(f"--task {ns.task!r} is not a task; record tasks: {', '.join(RECORD_TASKS)}")
-        rows = list(store.records(ns.task))
-        print(f"{'id':<18} {'task':<10} {'ended':<19} {'secs':>7}  metrics")
-        for r in rows:
-            ended = dt.datetime.fromtimestamp(r.ended).strftime("%Y-%m-%d %H:%M:%S")
-            scalars = {k: v for k, v in r.metrics.items() if isinstance(v, (int, float))}
-            shown = ", ".join(f"{k}={v:.4g}" for k, v in list(scalars.items())[:4])
-            print(f"{r.id:<18} {r.task:<10} {ended:<19} {r.ended - r.started:7.1f}  {shown}")
-        print(f"{len(rows)} record(s) in {store.root}")
-        return 0
-    record = store.find(ns.id)
+    if ns.command == "ls":
+        return _ls(store, ns.task)
+    if ns.command == "check":
+        return check_store(store, ns.fix)
+    record = store.find(ns.id)  # an unreadable record file: one line naming it
     if record is None:
         raise StoreError(f"no unique record with id {ns.id!r} in {store.root}")
     print(json.dumps(json.loads(record.to_json()), indent=2))
+    damaged = store.damage(record)
+    if damaged:
+        print(f"rlexp store: warning: {damaged[0]} is {damaged[1]}; `rlexp store check --fix` sets the record aside",
+              file=sys.stderr)
     return 0
+
+
+def _ls(store: Store, task: str | None) -> int:
+    if task is not None and task not in RECORD_TASKS:
+        raise StoreError(f"--task {task!r} is not a task; record tasks: {', '.join(RECORD_TASKS)}")
+    skipped: list[DamagedRecord] = []
+    rows = list(store.records(task, skipped))
+    print(f"{'id':<18} {'task':<10} {'ended':<19} {'secs':>7}  metrics")
+    for r in rows:
+        ended = dt.datetime.fromtimestamp(float(r.ended)).strftime("%Y-%m-%d %H:%M:%S")
+        scalars = {k: v for k, v in r.metrics.items() if isinstance(v, (int, float))}
+        shown = ", ".join(f"{k}={v:.4g}" for k, v in list(scalars.items())[:4])
+        print(f"{r.id:<18} {r.task:<10} {ended:<19} {float(r.ended) - float(r.started):7.1f}  {shown}")
+    more = f"; {len(skipped)} damaged record file(s) skipped (`rlexp store check` lists them)" if skipped else ""
+    print(f"{len(rows)} record(s) in {store.root}{more}")
+    return 0
+
+
+def _running(store: Store, task: str, rid: str) -> bool:
+    """Whether a run holds the lock of record ``rid`` now (its artifact folder is in the making)."""
+    lock = store.record_path(task, rid).with_name(f".{rid}.lock")
+    if not lock.is_file():
+        return False
+    with open(lock) as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+    return False
+
+
+def _damaged(store: Store) -> tuple[list[tuple[Path, str]], set[tuple[str, str]], set[Path]]:
+    """(record file, problem) of every damaged record; (task, id) of every record file; the artifact
+    folders the readable records name."""
+    damaged, names, named = [], set(), set()
+    for path in sorted((store.root / "records").glob("*/*.json")):
+        names.add((path.parent.name, path.stem))
+        try:
+            record = store.read(path)
+        except DamagedRecord as exc:
+            damaged.append((path, exc.problem))
+            continue
+        except OSError:  # gone meanwhile
+            continue
+        for rel in record.artifacts.values():
+            parts = Path(str(rel)).parts
+            if len(parts) >= 3 and parts[0] == "artifacts":
+                named.add(store.root.joinpath(*parts[:3]))
+        found = store.damage(record)
+        if found:
+            damaged.append((path, f"{found[0]} is {found[1]}"))
+    return damaged, names, named
+
+
+def check_store(store: Store, fix: bool) -> int:
+    """Print each damaged record (``--fix``: set it aside) and each artifact folder no record names;
+    returns 1 when damaged records are left in place, else 0."""
+    damaged, names, named = _damaged(store)
+    for path, problem in damaged:
+        task, rid = path.parent.name, path.stem
+        if not fix:
+            print(f"damaged   {path}: {problem}")
+            continue
+        with store.lock(task, rid):
+            try:  # a run may have made it again meanwhile
+                if store.intact(task, rid) is not None:
+                    continue
+            except DamagedRecord:
+                pass
+            print(f"set aside {path}: {problem} -> {store.set_aside(task, rid)}")
+    orphans = [d for d in sorted((store.root / "artifacts").glob("*/*"))
+               if d.is_dir() and (d.parent.name, d.name) not in names and d not in named]
+    for folder in orphans:
+        why = ("a run making it holds its lock" if _running(store, folder.parent.name, folder.name) else
+               "left by a killed or failed run (train_rm and sample resume from it) or a deleted record; "
+               "delete it when no run needs it")
+        print(f"orphaned  {folder}: no record ({why})")
+    aside = sorted((store.root / "damaged").glob("*/*"))
+    print(f"{len(names)} record file(s) checked in {store.root}: {len(damaged)} damaged"
+          f"{' (set aside)' if fix and damaged else ''}, {len(orphans)} orphaned artifact folder(s)"
+          + (f", {len(aside)} set aside in {store.root / 'damaged'} (deletable)" if aside else ""))
+    return 1 if damaged and not fix else 0

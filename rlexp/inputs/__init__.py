@@ -167,6 +167,7 @@ def policy(cfg: DictConfig) -> tuple[str, str, str]:
         return str(path), ref, str(cfg.model.lineage)
     record = store.find(ref) if "/" not in ref else None
     if record is not None:
+        store.checked(record)  # a policy folder cut short: one line naming the record to delete
         if "policy" not in record.artifacts:
             raise ConfigError(f"record {record.id} ({record.task}) has no policy artifact")
         path = str(store.resolve(record.artifacts["policy"]))
@@ -333,6 +334,7 @@ def rm(ref: str, store: Store) -> RMRef:
         raise ConfigError("rm is required: a train_rm record id, a local folder or a hub id")
     record = store.find(ref) if "/" not in ref else None
     if record is not None:
+        store.checked(record)  # weights cut short: one line naming the record to delete
         if "model" not in record.artifacts:
             raise ConfigError(f"record {record.id} ({record.task}) has no model artifact")
         lineage_name = record.info.get("lineage", {}).get("lineage")

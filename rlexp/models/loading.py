@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rlexp.errors import ConfigError
+from rlexp.integrity import artifact_problem
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "adapter_model.safetensors")
 
@@ -57,6 +58,9 @@ def check_model_dir(path: str | Path) -> Path:
         pickles = [f.name for f in p.glob("*.bin")]
         hint = f" (found {pickles[0]}: only safetensors weights are loaded)" if pickles else ""
         raise ConfigError(f"model folder {p} has no safetensors weights{hint}")
+    damaged = artifact_problem(p)  # weights cut short (a copy or a save interrupted): one line, not safetensors' error
+    if damaged:
+        raise ConfigError(f"model folder {p}: {damaged[0].name} is {damaged[1]}")
     return p
 
 

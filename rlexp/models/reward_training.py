@@ -8,7 +8,10 @@ counted here instead of being dropped silently by TRL.
 from __future__ import annotations
 
 import dataclasses
+import json
+import logging
 import os
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +20,7 @@ from typing import Any
 from rlexp.config.tasks import REWARD_TRAINER_OWN, RewardTrainerConfig
 from rlexp.data.schemas import PreferencePair
 from rlexp.errors import ConfigError
+from rlexp.integrity import artifact_problem
 from rlexp.models.loading import drop_log_printer
 from rlexp.scorer import ScoreInput
 
@@ -310,6 +314,33 @@ def whole_run_loss(log_history: list[dict[str, Any]], resume: str | bool | None,
     if prev != start:  # the log does not tile the resumed part: say only what this process saw
         return loss_since_start
     return (before + loss_since_start * (global_step - start)) / global_step
+
+
+def last_complete_checkpoint(folder: Path) -> Path | None:
+    """The newest ``checkpoint-<step>`` in ``folder`` that a resume can read, or None (train afresh).
+
+    transformers writes ``trainer_state.json`` last, so a run killed while saving a checkpoint leaves
+    a newer folder without it (or with it cut short), from which a resume fails: each such folder is
+    removed (the trainer writes that step again) and the one before it is resumed from.
+    """
+    if not folder.is_dir():
+        return None
+    found = [p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name.rsplit("-", 1)[-1].isdigit()]
+    for ckpt in sorted(found, key=lambda p: int(p.name.rsplit("-", 1)[-1]), reverse=True):
+        try:
+            json.loads((ckpt / "trainer_state.json").read_text())
+            damaged = artifact_problem(ckpt)
+            problem = f"{damaged[0].name} is {damaged[1]}" if damaged else None
+        except FileNotFoundError:
+            problem = "no trainer_state.json"
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            problem = "trainer_state.json cut short"
+        if problem is None:
+            return ckpt
+        logging.getLogger("rlexp").warning("train_rm: checkpoint %s is incomplete (%s: killed while saving); removed it",
+                                           ckpt, problem)
+        shutil.rmtree(ckpt, ignore_errors=True)
+    return None
 
 
 def lora_config(r: int, alpha: int, dropout: float, target_modules: list[str] | None) -> Any:

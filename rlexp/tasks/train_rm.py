@@ -137,8 +137,8 @@ def _check_dropped(cfg: DictConfig, too_long: int, pairs: int) -> None:
 def _fit(ctx: RunContext, cfg: DictConfig, model: Any, tokenizer: Any, data: Any) -> tuple[Any, dict[str, Any], str | None]:
     """Train (resuming from the last checkpoint of a killed run); returns the merged model."""
     ckpt_dir = ctx.work_dir / "checkpoints"
-    existing = sorted(ckpt_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1])) if ckpt_dir.exists() else []
-    resume = str(existing[-1]) if existing else None
+    last = rt.last_complete_checkpoint(ckpt_dir)  # skips a checkpoint whose save was cut short by a kill
+    resume = str(last) if last else None
     if resume:
         log.info("train_rm: resuming from %s", resume)
     args = _trainer_args(ctx, cfg, ckpt_dir)

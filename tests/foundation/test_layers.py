@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("scorer",),  # the scorer contract
     ("data",),  # schemas, loaders, mixes, formatting
     ("store", "config"),  # records; typed config schemas
-    ("errors", "redaction"),  # one-line errors; secrets found by key and value pattern
+    ("errors", "redaction", "integrity"),  # one-line errors; secrets by key and value pattern; files cut short
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 
