@@ -1,6 +1,6 @@
 """Results that used to come out silently wrong: a study rerun that missed an edited input file, a store
 at the filesystem root or in the working directory, an infinite sampling temperature, a report that
-left out a reward model whose folder was deleted. Each case is refused, or seen, now."""
+left out a reward model whose folder was deleted (now trained again). Each case is refused, or seen, now."""
 
 from __future__ import annotations
 
@@ -160,22 +160,32 @@ def test_study_rerun_reevaluates_exactly_the_steps_that_read_an_edited_file(smal
 
 
 @pytest.mark.slow
-def test_study_with_a_deleted_rm_folder_fails_without_a_report(small_study: tuple[Path, Path], tmp_path: Path) -> None:
-    """A study resumed after an RM's model folder was deleted (its evaluation still to run) stops with one
-    line naming the folder and writes no report that would silently leave that RM out."""
+def test_study_rerun_trains_again_an_rm_whose_folder_was_deleted_or_record_cut_short(small_study: tuple[Path, Path],
+                                                                                     tmp_path: Path) -> None:
+    """A study resumed after one RM's model folder was deleted and another RM's record file was cut short
+    (a crash, a full disk) sets both records aside and trains both RMs again under their ids: the report
+    leaves neither out (it used to be left out silently, then a traceback or a refusal)."""
     root, rb2 = small_study
     copy = tmp_path / "root"
     shutil.copytree(root / "runs", copy / "runs", copy_function=os.link, ignore=shutil.ignore_patterns(".*.lock"))
-    rm = sorted((copy / "runs" / "records" / "train_rm").glob("*.json"))[0].stem
-    model = copy / "runs" / "artifacts" / "train_rm" / rm / "model"
-    shutil.rmtree(model)
-    for path in (copy / "runs" / "records" / "evaluate").glob("*.json"):  # its evaluation is still to run
-        if json.loads(path.read_text())["inputs"]["rm"] == rm:
-            path.unlink()
-    reports = set(_records(copy)["correlate"])
-    line = _one_line_error(_study(copy, rb2))
-    assert str(model) in line and "no report written" in line
-    assert set(_records(copy)["correlate"]) == reports
+    deleted, cut = sorted(p.stem for p in (copy / "runs" / "records" / "train_rm").glob("*.json"))
+    shutil.rmtree(copy / "runs" / "artifacts" / "train_rm" / deleted / "model")
+    record = copy / "runs" / "records" / "train_rm" / f"{cut}.json"
+    data = record.read_bytes()
+    record.unlink()  # a hard link to the first store's file: cut a copy
+    record.write_bytes(data[: len(data) // 2])
+    before = _records(copy)
+    out = _study(copy, rb2)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    logged = out.stdout + out.stderr
+    for rid in (deleted, cut):
+        assert f"train_rm: record {rid} is damaged" in logged, logged[-3000:]
+        assert (copy / "runs" / "damaged" / "train_rm" / rid / "record.json").is_file()
+    assert (copy / "runs" / "artifacts" / "train_rm" / deleted / "model" / "model.safetensors").is_file()
+    # The same ids everywhere: every other step and the report were found in the store.
+    assert _records(copy) == before
+    ran = [ln for ln in logged.splitlines() if "step(s) ran" in ln]
+    assert len(ran) == 1 and "study: train_rm: 2 step(s) ran" in ran[0], ran
 
 
 # --- where the store goes ------------------------------------------------------------------------------
