@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rlexp.config import CONF_DIR, checked_path
+from rlexp.config import CONF_DIR, check_config, checked_path
 from rlexp.errors import ConfigError, RlexpError, rlexp_cause
 from rlexp.runtime import one_line
 
@@ -59,7 +59,7 @@ def validate_overrides(task: str, args: list[str]) -> None:
     Each sweep value is composed once (the other sweeps at their first value), so a bad *second*
     value (``trainer.num_train_epochs=1,abc``) fails here, before the first job runs, without composing the
     whole cartesian product. The composed roots are checked to be writable directories before Hydra
-    creates its job folder inside them.
+    creates its job folder inside them, and every typed node's checks run (``check_config``).
     """
     from hydra import compose, initialize_config_dir
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -91,6 +91,7 @@ def validate_overrides(task: str, args: list[str]) -> None:
             for variant in variants:
                 cfg = compose(task, overrides=variant)
                 check_roots(cfg)
+                check_config(cfg)  # the typed nodes' own checks (seed range, devices, limits, lengths)
     except ConfigError:
         raise
     except Exception as exc:

@@ -15,6 +15,7 @@ A job whose need failed is not run, and its result says which need failed; a pay
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -58,7 +59,6 @@ def run_jobs(
     results: dict[str, Result] = {}
     waiting = list(jobs)
     queue: list[tuple[Job, Any]] = []  # built, not yet dispatched
-    running: dict[Future[Result], tuple[Job, Any]] = {}
 
     def settle() -> None:
         """Build every job whose needs are done; skip those with a failed need or a known record."""
@@ -92,8 +92,27 @@ def run_jobs(
             record(job, payload, run(payload))
             settle()
     else:
-        from joblib.externals.loky import get_reusable_executor
+        _run_in_workers(queue, run, n_jobs, started, record, settle)
+    for job in waiting:  # only a cycle of needs leaves a job here
+        results[job.key] = (None, "not run: its needs wait on each other")
+    return results
 
+
+def _run_in_workers(queue: list[tuple[Job, Any]], run: Callable[[Any], Result], n_jobs: int,
+                    started: Callable[[str], None], record: Callable[[Job, Any, Result], None],
+                    settle: Callable[[], None]) -> None:
+    """Run the ``queue`` in ``n_jobs`` loky workers; ``settle`` refills it as jobs finish."""
+    from joblib.externals.loky import get_reusable_executor
+
+    # Set before the workers start, which inherit it: a worker stopped mid-step (Ctrl-C) leaves
+    # semaphores (tqdm's lock) that the stdlib's resource tracker frees at exit, warning on stderr
+    # after the study's one-line message; the freeing is what matters.
+    quiet = "ignore:resource_tracker:UserWarning"
+    if quiet not in os.environ.get("PYTHONWARNINGS", ""):
+        os.environ["PYTHONWARNINGS"] = ",".join(filter(None, (os.environ.get("PYTHONWARNINGS"), quiet)))
+    running: dict[Future[Result], tuple[Job, Any]] = {}
+    executor = None
+    try:
         while queue or running:
             while queue and len(running) < n_jobs:
                 job, payload = queue.pop(0)
@@ -110,9 +129,12 @@ def run_jobs(
                     result = (None, f"worker failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
                 record(job, payload, result)
             settle()
-    for job in waiting:  # only a cycle of needs leaves a job here
-        results[job.key] = (None, "not run: its needs wait on each other")
-    return results
+    except BaseException:
+        # Ctrl-C (or a failure here): the running steps stop as if killed (each resumes on the next
+        # run); otherwise the interpreter would wait at exit for steps that may take minutes.
+        if executor is not None:
+            executor.shutdown(wait=False, kill_workers=True)
+        raise
 
 
 def worker_count(n_jobs: int | None, setting: str = "n_jobs", per_worker_gib: float = 2.0) -> int:

@@ -20,6 +20,7 @@ redacted (``rlexp.runtime.execute``), so redacting more never changes an id.
 from __future__ import annotations
 
 import atexit
+import hashlib
 import logging
 import math
 import os
@@ -198,7 +199,24 @@ def sweep_subdir(dirname: str, seed: Any) -> str:
     the seed on its own. An empty override_dirname must not yield "/seed=1", which os.path.join treats
     as absolute. Items are split on base.yaml's ``item_sep: ","`` and ``kv_sep: "="``."""
     public = ",".join(item for item in _override_items(str(dirname or "")) if not _is_secret_item(item))
+    public = "/".join(fit_name(part) for part in public.split("/"))
     return f"{public}/seed={seed}" if public else f"seed={seed}"
+
+
+#: The filesystem's limit on one name (ext4, xfs, tmpfs, APFS), in bytes.
+MAX_NAME_BYTES = 255
+
+
+def fit_name(name: str, limit: int = MAX_NAME_BYTES) -> str:
+    """``name`` as one folder name of at most ``limit`` bytes: a longer one (a sweep value of 300
+    characters) keeps its start and ends in a hash of the whole, so jobs stay apart and a sweep never
+    stops at a job whose folder the filesystem refuses ("File name too long")."""
+    raw = name.encode("utf-8", "surrogateescape")
+    if len(raw) <= limit:
+        return name
+    digest = hashlib.sha256(raw).hexdigest()[:16]
+    head = raw[: limit - len(digest) - 1].decode("utf-8", "ignore")  # never half a character
+    return f"{head}~{digest}"
 
 
 def redact_hydra_config(obj: Any, parent: str | None = None) -> Any:

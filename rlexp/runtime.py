@@ -8,6 +8,7 @@ succeeded, so a crashed or killed run leaves no record.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -19,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from rlexp.config import CONF_DIR
+from rlexp.config import CONF_DIR, check_config
 from rlexp.errors import ConfigError, DamagedRecord, RlexpError, rlexp_cause
 from rlexp.store import Record, Store, git_commit, library_versions, record_id
 from rlexp.tracking import Tracker, redact, track
@@ -219,10 +221,67 @@ def one_line(exc: BaseException) -> str:
     return " ".join(parts) or type(exc).__name__
 
 
-def hydra_entry(task: str, run: Callable[[DictConfig], Any]) -> Callable[[], None]:
-    """The ``@hydra.main`` entry of a task: user errors become one line and exit code 2.
+#: A failed sweep job's one-line error, in its job folder; the sweep's exit code counts these files.
+JOB_ERROR = "error.txt"
+# Writes that failed for want of space; libraries that wrap the OSError (pyarrow, torch) keep the text.
+_NO_SPACE = {errno.ENOSPC: "No space left on device", errno.EDQUOT: "Disk quota exceeded",
+             errno.EFBIG: "File too large"}
 
-    In a multirun a failed job is reported and the sweep goes on with the other jobs.
+
+def no_space(exc: BaseException, root: object = None) -> RlexpError | None:
+    """A write that failed for want of space (a full disk, a quota, a file size limit) as a one-line
+    error naming the file (or, when the library that failed does not say, the ``root`` written
+    under); None for any other exception."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        code = getattr(cur, "errno", None)
+        reason = _NO_SPACE.get(code) if isinstance(code, int) else None
+        reason = reason or next((text for text in _NO_SPACE.values() if text in str(cur)), None)
+        if reason is not None:
+            name = getattr(cur, "filename", None)
+            where = f" while writing {name}" if name else f" while writing under {root}" if root else ""
+            return RlexpError(f"{reason.lower()}{where}: free some space (or raise the limit) and rerun the same command")
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+class SweepOutcome(Callback):
+    """Hydra callback (conf/base.yaml): after a sweep, the failed jobs (those that left a
+    :data:`JOB_ERROR`) are counted, so the sweep's exit code says a job failed."""
+
+    failed: tuple[int, int, Path] | None = None  # (failed jobs, jobs, sweep folder) of the last sweep
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        SweepOutcome.failed = None
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep = Path(str(config.hydra.sweep.dir))
+        jobs = [p.parent for p in sweep.rglob(".hydra") if p.is_dir()]
+        failed = [job for job in jobs if (job / JOB_ERROR).is_file()]
+        SweepOutcome.failed = (len(failed), len(jobs), sweep) if failed else None
+
+
+def _job_failed(task: str, exc: RlexpError, multirun: bool) -> None:
+    """Report a task's error as one line; outside a sweep exit with its code, in one leave it in the
+    job folder for :class:`SweepOutcome` and let the sweep go on with the other jobs."""
+    from hydra.core.hydra_config import HydraConfig
+
+    report_error(task, exc)
+    if not multirun:
+        sys.exit(exc.exit_code)
+    out = Path(HydraConfig.get().runtime.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / JOB_ERROR).write_text(one_line(exc) + "\n")
+
+
+def hydra_entry(task: str, run: Callable[[DictConfig], Any]) -> Callable[[], None]:
+    """The entry of a task (``@hydra.main``): user errors, a full disk and Ctrl-C become one line.
+
+    A user error exits 2, Ctrl-C 130 (``interrupted``; the same command resumes). In a multirun a
+    failed job is reported and the sweep goes on with the other jobs; the sweep then exits 2 with a
+    last line counting the failed jobs.
     """
     import hydra
 
@@ -234,19 +293,33 @@ def hydra_entry(task: str, run: Callable[[DictConfig], Any]) -> Callable[[], Non
         logging.basicConfig(level=logging.INFO, format="[%(name)s] %(message)s")
         multirun = HydraConfig.get().mode == RunMode.MULTIRUN
         try:
-            # Every ``???`` the user left unset fails here, before any work (a lineage build, say).
-            missing = sorted(OmegaConf.missing_keys(cfg))
-            if missing:
-                raise ConfigError(f"{missing[0]} is required: pass {missing[0]}=<value>")
+            # Every ``???`` left unset and every check of the typed nodes fails here, before any work
+            # (a lineage build, say); the CLI ran them already, `python -m rlexp.tasks.<task>` did not.
+            check_config(cfg)
             record = run(cfg)
-            return record.id if isinstance(record, Record) else record
         except RlexpError as exc:
-            report_error(task, exc)
-            if multirun:
-                out = Path(HydraConfig.get().runtime.output_dir)
-                out.mkdir(parents=True, exist_ok=True)
-                (out / "error.txt").write_text(one_line(exc) + "\n")
-                return None
-            sys.exit(exc.exit_code)
+            return _job_failed(task, exc, multirun)
+        except Exception as exc:
+            full = no_space(exc, OmegaConf.select(cfg, "paths.root"))
+            if full is None:
+                raise
+            return _job_failed(task, full, multirun)
+        if multirun:  # a job run again in the same sweep folder, successfully this time
+            (Path(HydraConfig.get().runtime.output_dir) / JOB_ERROR).unlink(missing_ok=True)
+        return record.id if isinstance(record, Record) else record
 
-    return _main
+    def entry() -> None:
+        SweepOutcome.failed = None
+        try:
+            _main()
+        except KeyboardInterrupt:
+            # Records are written only when a run ends, so nothing half-done is kept as a result.
+            print(f"rlexp {task}: interrupted (rerun the same command to resume)", file=sys.stderr)
+            sys.exit(130)
+        if SweepOutcome.failed is not None:
+            failed, jobs, sweep = SweepOutcome.failed
+            print(f"rlexp {task}: error: {failed} of {jobs} sweep jobs failed (each one's {JOB_ERROR} is under {sweep})",
+                  file=sys.stderr)
+            sys.exit(2)
+
+    return entry

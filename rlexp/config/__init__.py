@@ -9,11 +9,12 @@ per-task schemas; import a schema from its module (``from rlexp.config.nodes imp
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from rlexp.config.nodes import LoggerConfig, PathsConfig
 from rlexp.config.tasks import (
@@ -46,12 +47,30 @@ def data_root() -> str:
 def checked_path(value: object, name: str) -> str:
     """A root or store path as every part of rlexp uses it: ``~`` expanded once, for the store and for
     Hydra's job folders alike; an empty one (``paths.store=``) is a one-line ConfigError naming
-    ``name``, since it would mean the working directory or the filesystem root."""
+    ``name``, since it would mean the working directory or the filesystem root, and so is a loop of
+    symbolic links."""
     text = "" if value is None else str(value)
     if not text.strip():
         hint = ", or unset it for this checkout" if name == "RLEXP_ROOT" else ""
         raise ConfigError(f"{name} is set but empty: name a folder{hint}")
-    return os.path.expanduser(text)
+    path = os.path.expanduser(text)
+    try:
+        os.stat(path)  # microseconds; a path that does not exist yet is fine (it is created)
+    except OSError as exc:
+        # A symbolic link that points (through others) at itself: every later mkdir fails with ELOOP.
+        if exc.errno == errno.ELOOP:
+            raise ConfigError(f"{name}: {path} is a loop of symbolic links; point it at a folder") from None
+    return path
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Run every check the typed nodes declare (their ``__post_init__``) on a composed task config, or
+    raise a one-line ConfigError: a value set by a key that is ``???`` is required first. Called for
+    every sweep value before the first job (``rlexp.cli``) and by each task entry before its run."""
+    missing = sorted(OmegaConf.missing_keys(cfg))
+    if missing:
+        raise ConfigError(f"{missing[0]} is required: pass {missing[0]}=<value>")
+    OmegaConf.to_object(cfg)  # builds the dataclasses: each node's __post_init__ checks its values
 
 
 if not OmegaConf.has_resolver("rlexp_root"):

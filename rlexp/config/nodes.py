@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlexp.config.checks import check_at_least, check_device, check_seed
 from rlexp.config.choices import (
     Checkpoint,
     DType,
@@ -52,6 +53,10 @@ class RuntimeConfig:
     threads: int = 0  # torch threads per job; 0 = leave torch's default
     device: str = "auto"  # auto | cpu | cuda | cuda:N (any torch device string)
 
+    def __post_init__(self) -> None:
+        check_at_least(self.threads, 0, "runtime.threads")
+        check_device(self.device, "runtime.device")
+
 
 @dataclass
 class SandboxConfig:
@@ -59,6 +64,9 @@ class SandboxConfig:
 
     seed: int = 0
     difficulty: float = 0.5
+
+    def __post_init__(self) -> None:
+        check_seed(self.seed, "sandbox.seed")
 
 
 @dataclass
@@ -112,6 +120,9 @@ class MixConfig:
     weights: dict[str, float] | None = None
     max_rows: int | None = None
 
+    def __post_init__(self) -> None:
+        check_at_least(self.max_rows, 1, "data.max_rows", optional=True)
+
 
 @dataclass
 class ProfileConfig:
@@ -151,6 +162,11 @@ class ScorerConfig:
 
     def __post_init__(self) -> None:
         coerce_choices(self, "scorer")
+        # 8 as trainer.max_length: fewer tokens than a chat template's own markers score nothing.
+        check_at_least(self.max_length, 8, "scorer.max_length")
+        check_at_least(self.batch_size, 1, "scorer.batch_size")
+        check_at_least(self.max_new_tokens, 1, "scorer.max_new_tokens")
+        check_device(self.device, "scorer.device")
 
 
 @dataclass
@@ -160,12 +176,18 @@ class RB2Benchmark:
     limit: int | None = None
     ties_version: str = "0.1.4"
 
+    def __post_init__(self) -> None:
+        check_at_least(self.limit, 1, "benchmark.rb2.limit", optional=True)
+
 
 @dataclass
 class PRBBenchmark:
     source: str = "sandbox:prb"
     domains: list[str] | None = None
     limit: int | None = None
+
+    def __post_init__(self) -> None:
+        check_at_least(self.limit, 1, "benchmark.prb.limit", optional=True)
 
 
 @dataclass
@@ -188,6 +210,7 @@ class UserPairsBenchmark:
         coerce_choices(self, "benchmark")
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
             raise ConfigError(f"benchmark k must be a positive integer, got {self.k!r}")
+        check_at_least(self.limit, 1, "benchmark limit", optional=True)
 
 
 @dataclass
@@ -241,6 +264,10 @@ class PromptsConfig:
     retriever_model: str | None = None
     profile_k: int = 10
 
+    def __post_init__(self) -> None:
+        # 0 prompts would sample and judge nothing and fail later, far from the setting.
+        check_at_least(self.limit, 1, "prompts.limit", optional=True)
+
 
 @dataclass
 class SamplingConfig:
@@ -274,6 +301,9 @@ class SamplingConfig:
             raise ConfigError(f"sampling.n={self.n} must be >= 1")
         if self.max_new_tokens < 1:
             raise ConfigError(f"sampling.max_new_tokens={self.max_new_tokens} must be >= 1")
+        check_at_least(self.batch_prompts, 1, "sampling.batch_prompts")
+        check_at_least(self.chunk_prompts, 1, "sampling.chunk_prompts")
+        check_at_least(self.profile_k, 0, "sampling.profile_k")
         if not 0 < self.top_p <= 1:
             raise ConfigError(f"sampling.top_p={self.top_p} must be in (0, 1]")
         if self.top_k is not None and self.top_k < 1:

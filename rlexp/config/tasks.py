@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlexp.config.choices import Algorithm, ProfileMode, ValueInit
+from rlexp.config.checks import check_folder_name, check_seed, check_wandb_tag
+from rlexp.config.choices import Algorithm, LoggerKind, ProfileMode, ValueInit
 from rlexp.config.nodes import (
     BenchmarkConfig,
     DeepSpeedConfig,
@@ -22,6 +23,7 @@ from rlexp.config.nodes import (
     SandboxConfig,
     ScorerConfig,
 )
+from rlexp.errors import ConfigError
 
 
 @dataclass
@@ -39,6 +41,27 @@ class TaskBase:
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
     study: Any = None
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+
+    def __post_init__(self) -> None:
+        check_seed(self.seed, "seed")
+        # It names Hydra's job folder (outputs/<task>/runs/<experiment_name>/) and is a W&B tag.
+        check_folder_name(self.experiment_name, "experiment_name")
+        if self.logger.kind == LoggerKind.wandb:
+            for i, tag in enumerate([*self.tags, self.experiment_name]):
+                check_wandb_tag(tag, "experiment_name" if i == len(self.tags) else f"tags[{i}]")
+
+
+def check_tiny_context(cfg: SampleConfig, value: int, key: str) -> None:
+    """A generation length that cannot fit a tiny lineage's context fails here, from the spec in the
+    config, before the sandbox and the lineage are built (minutes); a hub model's context is checked
+    from its config.json before its weights load (``rlexp.models.loading.check_generation_length``)."""
+    model = cfg.model
+    if cfg.policy is not None or model.name_or_path or model.tiny is None:
+        return
+    context = int(model.tiny.max_position)
+    if value >= context:
+        raise ConfigError(f"{key}={value} does not fit the context of {model.name} ({context} positions, "
+                          "prompt included; model.tiny.max_position)")
 
 
 @dataclass
@@ -110,6 +133,10 @@ class SampleConfig(TaskBase):
     prompts: PromptsConfig = field(default_factory=PromptsConfig)
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_tiny_context(self, int(self.sampling.max_new_tokens), "sampling.max_new_tokens")
+
 
 @dataclass
 class BonConfig(SampleConfig):
@@ -169,6 +196,10 @@ class PPOTaskConfig(SampleConfig):
     profile: ProfileConfig = field(default_factory=ProfileConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     n_boot: int = 1000
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_tiny_context(self, int(self.trainer.response_length), "trainer.response_length")
 
 
 @dataclass
@@ -253,6 +284,11 @@ class StudyGrid:
     # policy's pools, Best-of-N and PPO when it is the policy), after ``overrides.model``: e.g. one
     # lineage lighter than the other, as the test world's tiny_qwen.
     lineage_overrides: dict[str, list[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for key in ("seeds", "ppo_seeds"):
+            for seed in getattr(self, key) or []:
+                check_seed(seed, f"study.{key}")
 
 
 @dataclass

@@ -56,7 +56,7 @@ from rlexp.models.loading import (
 from rlexp.runtime import RunContext, execute
 from rlexp.sandbox.judges import rubric_score, verifier_score
 from rlexp.scorer import Scorer
-from rlexp.scoring.factory import RMRef, judge_model, judge_name, llm_judge, reward_scorer, typed
+from rlexp.scoring.factory import RMRef, check_judged, judge_model, judge_name, llm_judge, reward_scorer, typed
 from rlexp.scoring.judges import PairwiseJudge, RMGoldJudge, SandboxJudge
 from rlexp.scoring.suite_grader import PreferenceJudge, RMPreference, SuiteGraderJudge
 from rlexp.store import Record, Store, content_hash
@@ -257,6 +257,8 @@ def pool(cfg: DictConfig) -> tuple[Record, list[PromptItem]]:
     """The pool record for a BoN/PPO config's (policy, prompts, sampling, seed), sampled on first use."""
     scfg = sample_config(cfg)
     loaded = prompt_set(scfg)  # read (and, outside the sandbox, hashed) once for the record and the caller
+    if "judge" in cfg:  # a BoN/PPO config: its gold judge can judge these prompts, checked before sampling
+        check_judged(cfg.judge, loaded[0], cfg.prompts.source)
     return sample(scfg, loaded), loaded[0]
 
 

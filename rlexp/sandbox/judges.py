@@ -166,6 +166,35 @@ def verifier_score(response: str, hidden: Mapping[str, Any]) -> float:
     return float(_VERIFIERS[task](response, hidden))
 
 
+#: The hidden fields each verifier task reads (besides ``task``).
+_VERIFIER_FIELDS: dict[str, tuple[str, ...]] = {
+    "fact": ("gold", "alternatives"),
+    "focus": ("gold", "alternatives"),
+    "math": ("answer",),
+    "constraints": ("constraints",),
+    "safety": ("should_refuse",),
+    "set_member": ("valid", "type"),
+}
+
+
+def missing_hidden(hidden: Mapping[str, Any], judge: str) -> str | None:
+    """What gold judge ``judge`` (``rubric``, ``verifier``, ``llm``) needs from a prompt's hidden fields
+    and does not find there, as "hidden field 'x' ..."; None when it can judge the prompt (or it is
+    another judge, which reads no hidden field). Checked when prompts load, before any sampling."""
+    if judge == "rubric":
+        has = any(hidden.get(k) for k in ("aspects", "rubric_aspects"))
+        return None if has else "hidden field 'rubric_aspects' (or 'aspects') is missing or empty"
+    if judge == "llm":
+        return None if hidden.get("rubric_aspects") else "hidden field 'rubric_aspects' is missing or empty"
+    if judge != "verifier":
+        return None
+    task = hidden.get("task")
+    if task not in _VERIFIERS:
+        return f"hidden field 'task' is {task!r}, not one of {', '.join(sorted(_VERIFIERS))}"
+    missing = [f for f in _VERIFIER_FIELDS[task] if f not in hidden]
+    return f"hidden field {missing[0]!r} is missing (a {task!r} task needs it)" if missing else None
+
+
 def gold_score(response: str, hidden: Mapping[str, Any]) -> float:
     """The gold judge for any sandbox prompt: rubric for personalized, verifier for general."""
     if "aspects" in hidden or "rubric_aspects" in hidden:

@@ -6,7 +6,7 @@ this module only turns a resolved reference and settings into a scorer.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,9 +15,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlexp.config.choices import JudgeName
 from rlexp.config.nodes import JudgeConfig, ProfileConfig, ScorerConfig
-from rlexp.errors import ConfigError
+from rlexp.data.schemas import PromptItem
+from rlexp.errors import ConfigError, DataError
 from rlexp.models.chat_lm import ChatModel
 from rlexp.models.endpoint_lm import EndpointLM, check_endpoint
+from rlexp.sandbox.judges import missing_hidden
 from rlexp.scorer import Scorer
 from rlexp.scoring.judges import AspectLLMJudge, PRBListJudge
 from rlexp.scoring.planner import make_planner
@@ -155,3 +157,16 @@ def check_gold_judge(judge: Mapping[str, Any] | JudgeConfig, prompts: Mapping[st
         if needs:
             raise ConfigError(f"prompts={prompts.get('name')} includes {needs[0]}, graded by a preference judge "
                               "against its reference outputs: set judge.rm=<train_rm id | folder | hub id>")
+
+
+def check_judged(judge: Mapping[str, Any] | JudgeConfig, prompts: Sequence[PromptItem], source: object) -> None:
+    """Every prompt holds the hidden fields the gold judge reads (``judge`` for the set's kind, as BoN
+    and PPO pick it): one line naming the prompt file, the prompt and the field, before any sampling,
+    instead of a KeyError once the pool is sampled."""
+    if not prompts:
+        return
+    name = judge_name(judge, prompts[0].kind)
+    for item in prompts:
+        problem = missing_hidden(item.hidden, name)
+        if problem is not None:
+            raise DataError(f"{source}: prompt {item.prompt_id!r}: {problem}; judge={name} reads it")

@@ -23,7 +23,7 @@ from rlexp import inputs
 from rlexp.config.nodes import ProfileConfig, ScorerConfig
 from rlexp.data.loaders import load_pairs
 from rlexp.data.mixes import MixSpec, build_mix, mix_id, pairs_content_hash, split_heldout, validate_mix
-from rlexp.errors import ConfigError
+from rlexp.errors import ConfigError, DataError
 from rlexp.models import reward_training as rt
 from rlexp.models.lineages import Lineage
 from rlexp.models.loading import check_model_dir, is_local, load_reward_model, load_tokenizer, quiet_libraries
@@ -33,6 +33,9 @@ from rlexp.scoring.reward_model import RewardModelScorer
 from rlexp.store import Record
 
 log = logging.getLogger("rlexp")
+
+#: The fewest pairs a mix may hold: split_heldout keeps one out of training whenever there are two.
+MIN_PAIRS = 2
 
 
 def _validate(cfg: DictConfig) -> None:
@@ -79,6 +82,9 @@ def _load_mix(cfg: DictConfig) -> tuple[list[Any], dict[str, Any], str]:
     formatting = {"profile": OmegaConf.to_container(cfg.profile, resolve=True)}
     spec = MixSpec(sources=paths, weights=weights, seed=cfg.seed, formatting=formatting, max_rows=cfg.data.max_rows)
     rows, summary = build_mix(spec, loaded)
+    if len(rows) < MIN_PAIRS:  # before the lineage is built or any folder made
+        raise DataError(f"{', '.join(paths.values())}: the mix holds {len(rows)} preference pair(s); train_rm needs at least {MIN_PAIRS} "
+                        "(one to train on, one held out to measure it)")
     mid = mix_id(spec, hashes)
     summary.update({"id": mid, "name": cfg.data.name, "sources": paths, "content_hashes": hashes})
     return rows, summary, mid

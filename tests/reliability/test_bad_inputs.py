@@ -1,8 +1,8 @@
 """Every bad input is one line on stderr naming what to fix, exit code 2, and leaves no record and
 no artifact folder behind. Each case runs the console entry (``rlexp.cli.main``, what the ``rlexp``
-script calls) against a copy of the shared test store, in this process: 46 interpreters importing torch
-and transformers cost ~100 CPU-seconds more and test nothing else (tests/foundation/test_cli.py runs
-the script itself in a subprocess)."""
+script calls) against a copy of the shared test store, in this process: an interpreter per case
+importing torch and transformers cost ~100 CPU-seconds more for 46 cases and tests nothing else
+(tests/foundation/test_cli.py runs the script itself in a subprocess)."""
 
 from __future__ import annotations
 
@@ -85,13 +85,35 @@ def fixtures(world_root: Path, rms: dict[str, str], tmp_path_factory: pytest.Tem
             "rejected": {"role": "model", "content": "c"}, "split": "test", "flip": False}
     (out / "arena_list.jsonl").write_text(json.dumps(vote) + "\n")
     paths["arena_list"] = out / "arena_list.jsonl"
+    pair = {"id": "p1", "prompt": "Name a colour.", "chosen": "Blue.", "rejected": "Seven."}
+    (out / "one_pair.jsonl").write_text(json.dumps(pair) + "\n")
+    paths["one_pair"] = out / "one_pair.jsonl"
+    (out / "empty_prompts.jsonl").write_bytes(b"")
+    paths["empty_prompts"] = out / "empty_prompts.jsonl"
+    # A general prompt as rlexp's format has it, without the verifier's hidden fields.
+    (out / "no_hidden.jsonl").write_text(json.dumps({"prompt_id": "q1", "prompt": "What is 2 + 2?", "kind": "general"}) + "\n")
+    paths["no_hidden"] = out / "no_hidden.jsonl"
+    (out / "loop").symlink_to("loop")  # a symbolic link to itself: ELOOP on any use
+    paths["loop"] = out / "loop"
+    (out / "fresh").mkdir()  # a root without a sandbox or a lineage: nothing may be built in it
+    paths["fresh"] = out / "fresh"
     return paths
+
+
+def _cuda_case() -> tuple[str, str]:
+    """A ``runtime.device`` no visible GPU matches, and what its error says: ``cuda`` without a GPU,
+    one index past the last with GPUs."""
+    import torch
+
+    count = torch.cuda.device_count()
+    return ("cuda", "no CUDA device is visible") if count == 0 else (f"cuda:{count}", "CUDA device(s) are visible")
 
 
 def _cases(world: Path, rms: dict[str, str], f: dict[str, Path]) -> list[tuple[str, list[str], dict[str, str], str]]:
     """(name, argv, extra env, a substring the one-line error must contain)."""
     rm = rms["llama_general"]
     none = ["logger=none"]
+    device, no_gpu = _cuda_case()
     return [
         ("unknown task", ["trian_rm"], {}, "unknown task"),
         ("misspelled key", ["env", "sede=3"], {}, "sede"),
@@ -159,6 +181,32 @@ def _cases(world: Path, rms: dict[str, str], f: dict[str, Path]) -> list[tuple[s
         ("study repeated seed", ["study", "experiment=quick", "study.seeds=[0,0]", *none], {}, "study.seeds"),
         ("study override of no task", ["study", "experiment=quick", "+study.overrides.nope=[x]", *none], {},
          "study.overrides.nope"),
+        # Reliability round two, group 4: settings the typed nodes refuse before any model loads.
+        ("negative seed", ["env", "seed=-1", *none], {}, "seed=-1"),
+        ("one-row preference file", ["train_rm", "model=tiny_llama", "data=local", f"data.sources.local={f['one_pair']}",
+                                     *none], {}, f"{f['one_pair']}: the mix holds 1 preference pair(s)"),
+        ("scorer max_length 0", ["evaluate", f"rm={rm}", "benchmark=rb2", "benchmark.rb2.limit=4", "scorer.max_length=0",
+                                 *none], {}, "scorer.max_length=0"),
+        ("cuda without a visible GPU", ["train_rm", "model=tiny_llama", f"runtime.device={device}", *none], {}, no_gpu),
+        ("unknown scorer device", ["evaluate", f"rm={rm}", "benchmark=rb2", "benchmark.rb2.limit=4",
+                                   "scorer.device=banana", *none], {}, "scorer.device='banana' is not a device"),
+        ("empty prompt file", ["sample", "model=tiny_llama", f"prompts.source={f['empty_prompts']}", *none], {},
+         f"{f['empty_prompts']}: holds no prompts"),
+        ("zero prompts", ["sample", "model=tiny_llama", "prompts=general", "prompts.limit=0", *none], {}, "prompts.limit=0"),
+        ("nan temperature", ["sample", "model=tiny_llama", "prompts=general", "sampling.temperature=nan", *none], {},
+         "sampling.temperature=nan"),
+        ("zero prompts per batch", ["sample", "model=tiny_llama", "prompts=general", "sampling.batch_prompts=0", *none],
+         {}, "sampling.batch_prompts=0"),
+        ("zero prompts per chunk", ["sample", "model=tiny_llama", "prompts=general", "sampling.chunk_prompts=0", *none],
+         {}, "sampling.chunk_prompts=0"),
+        ("prompts without the judge's hidden fields", ["bon", f"rm={rm}", "model=tiny_llama", "sampling.n=2",
+                                                       f"prompts.source={f['no_hidden']}", *none], {},
+         f"{f['no_hidden']}: prompt 'q1': hidden field 'task'"),
+        ("experiment name of 300 characters", ["env", "experiment_name=" + "x" * 300, *none], {}, "experiment_name"),
+        ("root a symlink loop", ["env", *none], {"RLEXP_ROOT": str(f["loop"])}, "loop of symbolic links"),
+        # In a root of its own, where the lineage is not built: the tiny spec's context refuses it first.
+        ("generation longer than a tiny context", ["sample", "model=tiny_llama", "sampling.max_new_tokens=5000", *none],
+         {"RLEXP_ROOT": str(f["fresh"])}, "sampling.max_new_tokens=5000 does not fit the context of tiny_llama"),
     ]
 
 
@@ -217,3 +265,5 @@ def test_bad_inputs_are_one_line_exit_2_and_leave_nothing(world_root: Path, rms:
         print(f"bad inputs: {len(cases)} tried, {len(cases) - len(failed)} passed")
     assert not failed, failed
     assert _snapshot(world) == before, sorted(_snapshot(world) ^ before)
+    # Nothing at all in the root where no lineage was built: not the sandbox, not a job folder.
+    assert not list(fixtures["fresh"].rglob("*")), sorted(map(str, fixtures["fresh"].rglob("*")))[:5]

@@ -19,6 +19,7 @@ from rlexp.data.loaders.validation import (
     validated_rows,
 )
 from rlexp.data.schemas import PromptItem
+from rlexp.errors import DataError
 
 PROMPT_KINDS: tuple[str, ...] = ("personalized", "general")
 
@@ -62,7 +63,7 @@ def load_prompts(
     """Load a downstream prompt set (``PROMPTS_ARROW_SCHEMA``; ``hidden`` is a JSON object string).
 
     ``kind`` is ``personalized`` (needs a non-empty profile) or ``general``; ``prompt_id`` must
-    be unique.
+    be unique; a source without any prompt (an empty file) is a DataError naming it.
     """
     check_limit(limit)
     ids = UniqueIds("prompt_id")
@@ -73,4 +74,6 @@ def load_prompts(
         return item
 
     items = validated_rows(read_source(source, split=split, config=config, revision=revision), "prompts", convert)
+    if not items:  # an empty file: nothing to sample or judge, and every later step would fail on it
+        raise DataError(f"{os.fspath(source)}: holds no prompts (split {split!r}); a prompt set needs at least one")
     return items[:limit] if limit is not None else items
