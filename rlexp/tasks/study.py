@@ -23,7 +23,7 @@ from functools import partial
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp import inputs
-from rlexp.config import CONF_DIR
+from rlexp.config import CONF_DIR, check_config
 from rlexp.config.tasks import StudyGrid
 from rlexp.errors import ConfigError, RlexpError, StoreError
 from rlexp.job_graph import Job, KindClock, Result, run_jobs, worker_count
@@ -343,12 +343,25 @@ def study_jobs(plan: StudyPlan) -> list[Job]:
     return [*lineages, *pools, *trains, *ppo, *evals, *bon]
 
 
+def check_steps(jobs: list[Job]) -> None:
+    """One step of each task, with placeholder record ids for what it needs, through the typed nodes'
+    checks before any job runs: a value in ``study.overrides`` a node refuses fails in a second, not in
+    each of its steps once the lineages are built."""
+    seen: set[str] = set()
+    for job in jobs:
+        step = job.build(dict.fromkeys(job.needs, "0" * 16))
+        if step.task not in seen:
+            seen.add(step.task)
+            check_config(step.config())
+
+
 def run(cfg: DictConfig) -> Record:
     """Run (or resume) the grid, then correlate what finished."""
     plan = StudyPlan(cfg)
+    jobs = study_jobs(plan)
+    check_steps(jobs)  # before anything is built
     # The sandbox once, in this process, before parallel jobs race to build it.
     inputs.sandbox_world(plan.config("data", []))
-    jobs = study_jobs(plan)
     known = {j.key for j in jobs}
     missing = {n for j in jobs for n in j.needs if n not in known}
     for key in sorted(missing):

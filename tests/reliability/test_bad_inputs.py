@@ -204,6 +204,8 @@ def _cases(world: Path, rms: dict[str, str], f: dict[str, Path]) -> list[tuple[s
          f"{f['no_hidden']}: prompt 'q1': hidden field 'task'"),
         ("experiment name of 300 characters", ["env", "experiment_name=" + "x" * 300, *none], {}, "experiment_name"),
         ("root a symlink loop", ["env", *none], {"RLEXP_ROOT": str(f["loop"])}, "loop of symbolic links"),
+        ("study step value a node refuses", ["study", "experiment=quick", "study.overrides.bon=['sampling.batch_prompts=0']",
+                                             *none], {}, "sampling.batch_prompts=0"),
         # In a root of its own, where the lineage is not built: the tiny spec's context refuses it first.
         ("generation longer than a tiny context", ["sample", "model=tiny_llama", "sampling.max_new_tokens=5000", *none],
          {"RLEXP_ROOT": str(f["fresh"])}, "sampling.max_new_tokens=5000 does not fit the context of tiny_llama"),
