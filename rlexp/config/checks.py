@@ -7,7 +7,6 @@ and every task entry does before its run: a bad value fails in a second, before 
 
 from __future__ import annotations
 
-import math
 import re
 
 from rlexp.errors import ConfigError
@@ -37,14 +36,6 @@ def check_at_least(value: object, minimum: int, key: str, *, optional: bool = Fa
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         none = " or null (no limit)" if optional else ""
         raise ConfigError(f"{key}={value!r} must be an integer >= {minimum}{none}")
-
-
-def check_finite(value: object, key: str, *, low: float | None = None) -> None:
-    """A finite number (``nan``/``inf`` would silently poison every score), ``>= low`` if given."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or (
-            low is not None and value < low):
-        bound = f" >= {low}" if low is not None else ""
-        raise ConfigError(f"{key}={value!r} must be a finite number{bound}")
 
 
 def check_folder_name(value: object, key: str) -> None:
