@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Generator, Sequence
@@ -209,3 +210,12 @@ def rms(world_root: Path) -> dict[str, str]:
     failed = {k: err for k, (_, err) in results.items() if err}
     assert not failed, f"the test world failed to build: {failed}"
     return {name: str(results[name][0]) for name in specs}
+
+
+def one_line_error(out: subprocess.CompletedProcess[str]) -> str:
+    """The error line of a refused run: exit code 2, no traceback, one `rlexp ...: error:` line, last."""
+    assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-2000:]
+    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("rlexp")]
+    assert "Traceback" not in out.stderr and len(errors) == 1 and lines[-1] == errors[0], out.stderr[-2000:]
+    return errors[0]

@@ -25,18 +25,9 @@ from rlexp import cli
 from rlexp.integrity import artifact_problem
 from rlexp.runtime import RunContext, execute
 from rlexp.store import Record, Store
-from tests.conftest import env_with, rlexp_cmd
+from tests.conftest import env_with, one_line_error, rlexp_cmd
 
 RID = "0123456789abcdef"
-
-
-def _one_line_error(out: subprocess.CompletedProcess[str]) -> str:
-    """The error line of a refused run: exit code 2, no traceback, one `rlexp ...: error:` line, last."""
-    assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-2000:]
-    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.startswith("rlexp")]
-    assert "Traceback" not in out.stderr and len(errors) == 1 and lines[-1] == errors[0], out.stderr[-2000:]
-    return errors[0]
 
 
 def _cut(path: Path, keep: float = 0.5) -> None:
@@ -84,13 +75,13 @@ def test_store_ls_lists_what_it_can_and_counts_damaged_records(root: Path) -> No
 def test_store_show_of_a_record_cut_short_is_one_line(root: Path) -> None:
     path = Store(root / "runs").put(Record(id=RID, task="evaluate", config={"seed": 1}))
     _cut(path)
-    line = _one_line_error(_store_cmd(root, "show", RID[:8]))
+    line = one_line_error(_store_cmd(root, "show", RID[:8]))
     assert str(path) in line and "damaged" in line and "rlexp store check --fix" in line
 
 
 def test_store_without_a_subcommand_is_one_line(root: Path) -> None:
     out = _store_cmd(root)
-    line = _one_line_error(out)
+    line = one_line_error(out)
     assert not out.stdout and "rlexp store" in line and "{ls,show,check}" in line
 
 
@@ -264,7 +255,7 @@ def test_evaluate_an_rm_whose_record_is_cut_short_is_one_line(tiny: dict[str, An
     root, store = _own(tiny, tmp_path)
     path = store.record_path("train_rm", tiny["rm"])
     _cut(path)
-    line = _one_line_error(_run(root, "evaluate", *QUIET, f"rm={tiny['rm']}"))
+    line = one_line_error(_run(root, "evaluate", *QUIET, f"rm={tiny['rm']}"))
     assert f"record file {path} is damaged" in line and "rlexp store check --fix" in line
 
 
@@ -274,7 +265,7 @@ def test_rm_weights_cut_short_are_refused_by_evaluate_and_made_again_by_train_rm
     root, store = _own(tiny, tmp_path)
     weights = store.resolve(store.get(tiny["rm"], "train_rm").artifacts["model"]) / "model.safetensors"
     _cut(weights)
-    line = _one_line_error(_run(root, "evaluate", *QUIET, f"rm={tiny['rm']}"))
+    line = one_line_error(_run(root, "evaluate", *QUIET, f"rm={tiny['rm']}"))
     assert f"{weights} is cut short" in line and f"delete {store.record_path('train_rm', tiny['rm'])}" in line
     # The same train_rm again: the record is set aside and the RM trained again under the same id.
     out = _run(root, *RM_ARGS, *TINY_LM, f"model.name_or_path={tiny['lm']}")

@@ -13,17 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import env_with, rlexp_cmd
-
-
-def _one_line_error(out: subprocess.CompletedProcess[str]) -> str:
-    """The error line of a refused run: exit code 2, no traceback, one `rlexp ...: error:` line, last."""
-    assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-2000:]
-    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.startswith("rlexp")]
-    assert "Traceback" not in out.stderr and len(errors) == 1 and lines[-1] == errors[0], out.stderr[-2000:]
-    return errors[0]
-
+from tests.conftest import env_with, one_line_error, rlexp_cmd
 
 # --- the step ledger and files outside the store ----------------------------------------------------
 
@@ -205,7 +195,7 @@ def test_an_empty_root_or_store_is_one_line(env: dict[str, str], override: str |
     cwd.mkdir()
     out = subprocess.run(rlexp_cmd("env", "logger=none", *([override] if override else [])), cwd=cwd,
                          env=env_with(**env), capture_output=True, text=True, timeout=300)
-    assert f"{named} is set but empty" in _one_line_error(out)
+    assert f"{named} is set but empty" in one_line_error(out)
     assert not any(cwd.iterdir())
 
 
@@ -225,7 +215,7 @@ def test_a_tilde_in_rlexp_root_is_expanded_for_everything(tmp_path: Path) -> Non
 def test_the_store_command_refuses_an_empty_root(tmp_path: Path) -> None:
     out = subprocess.run(rlexp_cmd("store", "ls"), cwd=tmp_path, env=env_with(RLEXP_ROOT=""), capture_output=True,
                          text=True, timeout=120)
-    assert "RLEXP_ROOT is set but empty" in _one_line_error(out)
+    assert "RLEXP_ROOT is set but empty" in one_line_error(out)
 
 
 # --- sampling settings --------------------------------------------------------------------------------
@@ -236,5 +226,5 @@ def test_a_temperature_that_is_no_finite_number_is_refused(value: str, root: Pat
     """sampling.temperature=inf was accepted and wrote a pool record."""
     out = subprocess.run(rlexp_cmd("sample", "logger=none", "progress=false", f"sampling.temperature={value}"),
                          capture_output=True, text=True, timeout=300)
-    assert "sampling.temperature" in _one_line_error(out) and "finite" in out.stderr
+    assert "sampling.temperature" in one_line_error(out) and "finite" in out.stderr
     assert not (root / "runs" / "records").exists() or not any((root / "runs" / "records").rglob("*.json"))
