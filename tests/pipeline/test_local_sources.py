@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -65,8 +66,11 @@ def test_an_edited_local_benchmark_is_scored_again(world: Path, rms: dict[str, s
     before = pq.read_table(store.resolve(first.artifacts["rb2_scores"])).to_pandas()
     after = pq.read_table(store.resolve(edited.artifacts["rb2_scores"])).to_pandas()
     first_id = before.id.iloc[0]
-    changed = before[before.id == first_id].score.to_numpy() != after[after.id == first_id].score.to_numpy()
-    assert changed.all() and (before[before.id != first_id].score.to_numpy() == after[after.id != first_id].score.to_numpy()).all()
+    # Other rows share a padded batch with the edited one, so their scores may move in the last float bits.
+    edited_scores = before[before.id == first_id].score.to_numpy(), after[after.id == first_id].score.to_numpy()
+    assert (np.abs(edited_scores[0] - edited_scores[1]) > 1e-3).all()
+    np.testing.assert_allclose(before[before.id != first_id].score.to_numpy(),
+                               after[after.id != first_id].score.to_numpy(), rtol=0, atol=1e-4)
 
 
 def test_an_edited_suite_task_export_gets_a_new_prompt_set_id(world: Path, tmp_path: Path) -> None:
