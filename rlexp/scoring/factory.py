@@ -119,6 +119,42 @@ def judge_model(judge_cfg: JudgeConfig, local: Callable[[], ChatModel], cache_di
                       max_retries=judge_cfg.max_retries, request_timeout=judge_cfg.request_timeout)
 
 
+def served_judges(cfg: Any) -> list[JudgeConfig]:
+    """The served judges (``judge.endpoint``) a BoN/PPO/sample config will call: the gold LLM judge, the
+    suite's served preference judge, and PPO's ``rm=judge:llm`` reward. Empty for a config without one."""
+    if "judge" not in cfg or cfg.judge is None:
+        return []
+    judge_cfg: JudgeConfig = typed(cfg.judge, JudgeConfig)
+    if judge_cfg.endpoint is None or not judge_cfg.model:
+        return []
+    prompts = cfg.get("prompts") or {}
+    name = judge_name(judge_cfg, prompt_kind(prompts))
+    as_reward = str(cfg.get("rm") or "") == "judge:llm"
+    if name == "llm" or as_reward or (name == "grader" and not judge_cfg.rm):
+        return [judge_cfg]
+    return []
+
+
+def judge_cache_dir(cfg: Any) -> Path:
+    """Where served judges' answers are cached: ``<store>/cache/judge``."""
+    from rlexp.store import Store
+
+    return Store(cfg.paths.store).root / "cache" / "judge"
+
+
+def probe_served_judges(cfg: Any, cache_dir: Path) -> list[str]:
+    """Ask every served judge ``cfg`` needs for its model list (``GET /models``) before the first expensive
+    step (sampling a pool, scoring it, training): a judge that is down, or serves another model, fails
+    in one line at once instead of after the pool is sampled and RM-scored. Returns the endpoints probed."""
+    probed = []
+    for judge_cfg in served_judges(cfg):
+        lm = EndpointLM(judge_cfg.endpoint, model=str(judge_cfg.model), cache_dir=cache_dir,
+                        api_key_env=judge_cfg.api_key_env, max_retries=0)
+        lm.probe()
+        probed.append(str(judge_cfg.endpoint))
+    return probed
+
+
 def llm_judge(judge: Mapping[str, Any] | JudgeConfig, local: Callable[[], ChatModel], cache_dir: Path) -> Scorer:
     """The ``name=llm`` gold judge on :func:`judge_model`'s chat model."""
     judge_cfg: JudgeConfig = typed(judge, JudgeConfig)

@@ -86,7 +86,16 @@ def _generate_with_retries(
                 results[i] = parsed
         pending = still
     stats.parse_failures += len(pending)
+    served_counts(lm, stats)
     return results
+
+
+def served_counts(lm: Any, stats: ScoreStats) -> None:
+    """A served judge's HTTP requests and cache hits so far, in ``stats.extra["served"]`` (the record's
+    scorer_stats): how much a run asked the server and how much it read from the cache. A local model
+    has neither."""
+    if hasattr(lm, "cache_hits") and hasattr(lm, "requests"):
+        stats.extra["served"] = {"requests": int(lm.requests), "cache_hits": int(lm.cache_hits)}
 
 
 class _RetryingJudge:

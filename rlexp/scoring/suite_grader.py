@@ -138,6 +138,8 @@ class SuiteGraderJudge:
         out = self.preference.preferences(items)
         self.stats.parse_failures += self.preference.stats.parse_failures - self._preference_failures
         self._preference_failures = self.preference.stats.parse_failures
+        if "served" in self.preference.stats.extra:  # a served preference judge's requests and cache hits
+            self.stats.extra["served"] = dict(self.preference.stats.extra["served"])
         return out
 
 

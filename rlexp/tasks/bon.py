@@ -23,7 +23,7 @@ from rlexp.downstream.pool_scoring import pool_matrix
 from rlexp.downstream.prompt_groups import gains_by_group
 from rlexp.errors import ConfigError
 from rlexp.runtime import RunContext, execute, hydra_entry
-from rlexp.scoring.factory import check_gold_judge, judge_key, reward_scorer
+from rlexp.scoring.factory import check_gold_judge, judge_cache_dir, judge_key, probe_served_judges, reward_scorer
 from rlexp.store import Record, Store
 from rlexp.suite import KIND as SUITE_KIND
 from rlexp.suite import task as suite_task
@@ -157,8 +157,9 @@ def run(cfg: DictConfig) -> Record:
             raise ConfigError(f"ks contains k={bad[0]}, but the pool has n={cfg.sampling.n} samples per prompt")
     else:
         ks = default_ks(cfg.sampling.n)
-    rm = inputs.rm(cfg.rm, Store(cfg.paths.store))
     check_gold_judge(cfg.judge, cfg.prompts)  # a bad judge config fails before sampling
+    probe_served_judges(cfg, judge_cache_dir(cfg))  # a served judge that is down fails before sampling
+    rm = inputs.rm(cfg.rm, Store(cfg.paths.store))
     pool, prompts = inputs.pool(cfg)
     kind = prompts[0].kind if prompts else cfg.prompts.name
     gold_key = judge_key(cfg.judge, kind, cfg.prompts)
@@ -173,6 +174,8 @@ def run(cfg: DictConfig) -> Record:
     failures = {k: v for k, v in gold_stats.items() if k.startswith("grader_")}
     if failures:
         info["gold_failures"] = failures
+    if "served" in gold_stats:  # the served judge's requests and cache hits when the gold scores were made
+        info["judge_served"] = gold_stats["served"]
     return execute("bon", cfg, lambda ctx: _bon(ctx, cfg, pool, prompts, rm_scores, gold, ks, info), ids)
 
 

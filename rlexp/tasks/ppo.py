@@ -39,7 +39,7 @@ from rlexp.models.loading import (
 from rlexp.models.reward_training import deepspeed_env, lora_config
 from rlexp.runtime import RunContext, execute, hydra_entry
 from rlexp.scorer import Scorer
-from rlexp.scoring.factory import check_gold_judge, judge_key
+from rlexp.scoring.factory import check_gold_judge, judge_cache_dir, judge_key, probe_served_judges
 from rlexp.store import Record
 
 
@@ -290,6 +290,7 @@ def run(cfg: DictConfig) -> Record:
     """Train (or find) the policy ``cfg`` describes and measure its gold gain."""
     _validate(cfg)
     check_gold_judge(cfg.judge, cfg.prompts)  # a bad judge config fails before any training
+    probe_served_judges(cfg, judge_cache_dir(cfg))  # a served judge that is down fails before any sampling
     policy_path, policy_id, policy_lineage = inputs.policy(cfg)
     check_generation_length(policy_path, int(cfg.trainer.response_length), "trainer.response_length")
     check_generation_length(policy_path, int(cfg.sampling.max_new_tokens), "sampling.max_new_tokens")

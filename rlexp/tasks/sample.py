@@ -12,11 +12,14 @@ from omegaconf import DictConfig
 
 from rlexp import inputs
 from rlexp.runtime import hydra_entry
+from rlexp.scoring.factory import judge_cache_dir, probe_served_judges
 from rlexp.store import Record
 
 
 def run(cfg: DictConfig) -> Record:
     """Sample (or find) the pool for (policy, prompt set, n, sampling settings, seed)."""
+    # A sample config names no judge; one composed with a served judge probes it before sampling.
+    probe_served_judges(cfg, judge_cache_dir(cfg))
     return inputs.sample(cfg)
 
 
