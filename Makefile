@@ -74,7 +74,7 @@ test: $(STAMP)
 	@WANDB_MODE=disabled $(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=15 $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	@$(VENV)/bin/ruff check rlexp tests perf
+	@$(VENV)/bin/ruff check rlexp tests perf experiments
 
 clean:
 	rm -rf runs outputs .cache

@@ -8,7 +8,7 @@ a store, from the gold scores the store already holds, and prints the CI half-wi
 have with more samples per prompt on the trained side, with noise-free sampling, and how many
 prompts a gain of its size would need for its CI to exclude 0. Nothing is sampled or scored.
 
-    RLEXP_ROOT=/path/to/store python perf/ppo_ci_budget.py
+    RLEXP_ROOT=/path/to/store python experiments/ppo_ci_budget.py
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ instead of the user's hidden ones. Its normalised gain@n is the ceiling of what 
 from its input; the same with the planner reading every post shows what the top-k cut costs. Also
 printed: the oracle gain and the planner's precision/recall against the hidden aspects.
 
-    python perf/personal_ceiling.py                      # its own store (builds the policy lineage)
-    RLEXP_ROOT=/path/to/store python perf/personal_ceiling.py   # reuse a store's lineage and pool
+    python experiments/personal_ceiling.py                      # its own store (builds the policy lineage)
+    RLEXP_ROOT=/path/to/store python experiments/personal_ceiling.py   # reuse a store's lineage and pool
 """
 
 from __future__ import annotations

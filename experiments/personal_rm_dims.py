@@ -10,7 +10,7 @@ Best-of-N gain@16 (and normalised gain) by what the plan says about length, the 
 sandbox RM reads: where the plan asks for brevity, asks for detail the user wants, asks for detail the
 user never asked for (the planner reads long posts as a taste for detail), or says nothing of length.
 
-    RLEXP_ROOT=/path/to/store python perf/personal_rm_dims.py RM_ID [RM_ID ...]
+    RLEXP_ROOT=/path/to/store python experiments/personal_rm_dims.py RM_ID [RM_ID ...]
 
 The RM's scores of the pool are read from the store's cache (scored here when missing).
 """
@@ -33,7 +33,7 @@ def within_prompt_spearman(a: np.ndarray, b: np.ndarray) -> float:
 
 def main() -> None:
     if "RLEXP_ROOT" not in os.environ or len(sys.argv) < 2:
-        sys.exit("usage: RLEXP_ROOT=<store> python perf/personal_rm_dims.py RM_ID [RM_ID ...]")
+        sys.exit("usage: RLEXP_ROOT=<store> python experiments/personal_rm_dims.py RM_ID [RM_ID ...]")
     from rlexp import inputs
     from rlexp.data.formatting import top_posts
     from rlexp.downstream.pool_scoring import pool_matrix

@@ -8,7 +8,7 @@ a downstream prompt set owns. Writes the first N pairs (the world's first) for e
 ``pairs/personal.parquet`` is written, for ``rlexp train_rm data=local data.sources.local=FILE
 data.max_rows=null``.
 
-    python perf/personal_pairs_at_scale.py OUT_DIR N [N ...] [--seed 0]
+    python experiments/personal_pairs_at_scale.py OUT_DIR N [N ...] [--seed 0]
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ with its mean gain over each group of users in ``_common.LENGTH_GROUPS``: where 
 "brief", reads "detailed" for a user who wants it, reads "detailed" for a user with no length aspect,
 or reads nothing on length. Nothing is trained, sampled or scored.
 
-    RLEXP_ROOT=/path/to/store python perf/ppo_by_length.py
+    RLEXP_ROOT=/path/to/store python experiments/ppo_by_length.py
 """
 
 from __future__ import annotations

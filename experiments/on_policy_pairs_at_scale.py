@@ -10,7 +10,7 @@ asked. Pools and gold scores are records of the store, so another ``--noise``/``
 seconds. Writes ``OUT/own-<N>-from<skip>-noise<x>-margin<y>.parquet`` for ``rlexp train_rm data=local
 data.sources.local=FILE data.max_rows=null``.
 
-    RLEXP_ROOT=<study store> python perf/on_policy_pairs_at_scale.py OUT N [--skip 0] [--noise 0] [--margin 0.25]
+    RLEXP_ROOT=<study store> python experiments/on_policy_pairs_at_scale.py OUT N [--skip 0] [--noise 0] [--margin 0.25]
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ another pool of the same initial policy (e.g. BoN's 16-sample pool, what ``basel
 makes the baseline), both with the gold scores the store already holds. It prints each run's gain
 and 95% CI both ways, and the mean ratio of the CI widths. Nothing is sampled or scored.
 
-    RLEXP_ROOT=/path/to/store python perf/ppo_baseline_ci.py POOL_ID
+    RLEXP_ROOT=/path/to/store python experiments/ppo_baseline_ci.py POOL_ID
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ with the seeds fixed (what one run's CI is, over more runs), and resampling seed
 it then asks whether the settings' pooled gains differ (Friedman over prompts). Nothing is trained,
 sampled or scored.
 
-    RLEXP_ROOT=/path/to/store python perf/ppo_seeds.py
+    RLEXP_ROOT=/path/to/store python experiments/ppo_seeds.py
 """
 
 from __future__ import annotations
