@@ -108,6 +108,12 @@ class HFSampler:
         self.tokenizer = tokenizer
         self.device = device
 
+    @property
+    def dtype(self) -> str:
+        """The dtype the policy samples in (``float32``, ``bfloat16``), for the record."""
+        dtype = getattr(self.model, "dtype", None) or next(self.model.parameters()).dtype
+        return str(dtype).removeprefix("torch.")
+
     def _prefilled_cache(self, ids: Any, mask: Any, n: int, max_new_tokens: int) -> Any:
         """A static cache for ``n`` copies of each prompt, holding all but its last token."""
         from transformers import DynamicCache, StaticCache
@@ -228,6 +234,9 @@ class Sampler(Protocol):
     def generate(self, prompts: Sequence[list[dict[str, str]]], s: SamplingConfig, seed: int,
                  regimes: Sequence[Regime] | None = None) -> list[list[tuple[str, int, str]]]: ...
 
+    @property
+    def dtype(self) -> str: ...
+
 
 def write_pool(
     sampler: Sampler,
@@ -237,10 +246,12 @@ def write_pool(
     *,
     seed: int,
     progress: bool = False,
-) -> tuple[Path, dict[str, int]]:
+) -> tuple[Path, dict[str, Any]]:
     """Generate the pool chunk by chunk (skipping complete chunks), then join them.
 
-    ``seed`` is the pool's seed (the task's); each chunk draws from a seed derived from it."""
+    ``seed`` is the pool's seed (the task's); each chunk draws from a seed derived from it. The info
+    returned (the record's) names the dtype that sampled: vLLM's ``dtype=auto`` samples an fp32 policy in
+    bf16, the HF backend in fp32."""
     from tqdm.auto import tqdm
 
     chunks_dir = work / "chunks"
@@ -275,4 +286,4 @@ def write_pool(
     pq.write_table(pa.concat_tables(tables), pool)
     # The chunks only serve a resume; once joined they would double the pool's disk use.
     shutil.rmtree(chunks_dir)
-    return pool, {"chunks": n_chunks, "resumed_chunks": resumed}
+    return pool, {"chunks": n_chunks, "resumed_chunks": resumed, "dtype": str(getattr(sampler, "dtype", "unknown"))}
