@@ -14,14 +14,15 @@ A job whose need failed is not run, and its result says which need failed; a pay
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from rlexp.errors import ConfigError
 
@@ -37,17 +38,35 @@ class Job:
     build: Callable[[Mapping[str, str]], Any]
 
 
+class Dispatcher(Protocol):
+    """Where payloads run: this process, local worker processes, or a cluster (rlexp/slurm_dispatch.py).
+
+    ``slots`` caps the payloads in flight; ``submit`` starts one and returns a handle; ``wait`` blocks
+    until at least one handle in flight has finished and returns each finished one with its result
+    (a payload that died is a failed result, never an exception); ``abort`` is called once when the
+    run stops early (Ctrl-C, an error in the parent)."""
+
+    slots: int
+
+    def submit(self, key: str, payload: Any) -> Hashable: ...
+
+    def wait(self, handles: Sequence[Hashable]) -> list[tuple[Hashable, Result]]: ...
+
+    def abort(self) -> None: ...
+
+
 def run_jobs(
     jobs: Sequence[Job],
     run: Callable[[Any], Result],
-    n_jobs: int,
+    n_jobs: int | Dispatcher,
     *,
     decided: Callable[[Any], str | None] = lambda _payload: None,
     started: Callable[[str], None] = lambda _key: None,
     finished: Callable[[str, Any, Result], None] = lambda _key, _payload, _result: None,
 ) -> dict[str, Result]:
     """Every job's result by key. ``run`` executes a payload in a worker process (loky) when
-    ``n_jobs > 1``, else in this process; it must be picklable and must not raise."""
+    ``n_jobs > 1``, else in this process; it must be picklable and must not raise. A
+    :class:`Dispatcher` in place of ``n_jobs`` runs payloads wherever it runs them."""
     known = {j.key for j in jobs}
     if len(known) != len(jobs):
         raise ValueError("run_jobs: two jobs share a key")
@@ -80,61 +99,87 @@ def run_jobs(
                     queue.append((job, payload))
         queue.sort(key=lambda item: rank[item[0].key])
 
-    def record(job: Job, payload: Any, result: Result) -> None:
-        results[job.key] = result
-        finished(job.key, payload, result)
-
+    dispatcher = n_jobs if not isinstance(n_jobs, int) else InProcess(run) if n_jobs <= 1 else LocalWorkers(run, n_jobs)
+    in_flight: dict[Hashable, tuple[Job, Any]] = {}
     settle()
-    if n_jobs <= 1:
-        while queue:
-            job, payload = queue.pop(0)
-            started(job.key)
-            record(job, payload, run(payload))
+    try:
+        while queue or in_flight:
+            while queue and len(in_flight) < dispatcher.slots:
+                job, payload = queue.pop(0)
+                started(job.key)
+                in_flight[dispatcher.submit(job.key, payload)] = (job, payload)
+            for handle, result in dispatcher.wait(list(in_flight)):
+                job, payload = in_flight.pop(handle)
+                results[job.key] = result
+                finished(job.key, payload, result)
             settle()
-    else:
-        _run_in_workers(queue, run, n_jobs, started, record, settle)
+    except BaseException:
+        dispatcher.abort()
+        raise
     for job in waiting:  # only a cycle of needs leaves a job here
         results[job.key] = (None, "not run: its needs wait on each other")
     return results
 
 
-def _run_in_workers(queue: list[tuple[Job, Any]], run: Callable[[Any], Result], n_jobs: int,
-                    started: Callable[[str], None], record: Callable[[Job, Any, Result], None],
-                    settle: Callable[[], None]) -> None:
-    """Run the ``queue`` in ``n_jobs`` loky workers; ``settle`` refills it as jobs finish."""
-    from joblib.externals.loky import get_reusable_executor
+class InProcess:
+    """Runs each payload in this process, one at a time, when it is waited for."""
 
-    # Set before the workers start, which inherit it: a worker stopped mid-step (Ctrl-C) leaves
-    # semaphores (tqdm's lock) that the stdlib's resource tracker frees at exit, warning on stderr
-    # after the study's one-line message; the freeing is what matters.
-    quiet = "ignore:resource_tracker:UserWarning"
-    if quiet not in os.environ.get("PYTHONWARNINGS", ""):
-        os.environ["PYTHONWARNINGS"] = ",".join(filter(None, (os.environ.get("PYTHONWARNINGS"), quiet)))
-    running: dict[Future[Result], tuple[Job, Any]] = {}
-    executor = None
-    try:
-        while queue or running:
-            while queue and len(running) < n_jobs:
-                job, payload = queue.pop(0)
-                started(job.key)
-                # Asked each time: after a worker died, loky hands out a fresh executor.
-                executor = get_reusable_executor(max_workers=n_jobs)
-                running[executor.submit(run, payload)] = (job, payload)
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                job, payload = running.pop(future)
-                try:
-                    result = future.result()
-                except Exception as exc:  # a worker that died (killed, out of memory) fails its job only
-                    result = (None, f"worker failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
-                record(job, payload, result)
-            settle()
-    except BaseException:
+    slots = 1
+
+    def __init__(self, run: Callable[[Any], Result]) -> None:
+        self.run = run
+        self.pending: dict[int, Any] = {}
+        self.count = itertools.count()
+
+    def submit(self, key: str, payload: Any) -> Hashable:
+        handle = next(self.count)
+        self.pending[handle] = payload
+        return handle
+
+    def wait(self, handles: Sequence[Hashable]) -> list[tuple[Hashable, Result]]:
+        handle = handles[0]
+        return [(handle, self.run(self.pending.pop(handle)))]  # type: ignore[arg-type]
+
+    def abort(self) -> None:
+        self.pending.clear()
+
+
+class LocalWorkers:
+    """Runs payloads in ``n_jobs`` loky worker processes on this machine."""
+
+    def __init__(self, run: Callable[[Any], Result], n_jobs: int) -> None:
+        self.run, self.slots = run, n_jobs
+        self.executor: Any = None
+        # Set before the workers start, which inherit it: a worker stopped mid-step (Ctrl-C) leaves
+        # semaphores (tqdm's lock) that the stdlib's resource tracker frees at exit, warning on stderr
+        # after the study's one-line message; the freeing is what matters.
+        quiet = "ignore:resource_tracker:UserWarning"
+        if quiet not in os.environ.get("PYTHONWARNINGS", ""):
+            os.environ["PYTHONWARNINGS"] = ",".join(filter(None, (os.environ.get("PYTHONWARNINGS"), quiet)))
+
+    def submit(self, key: str, payload: Any) -> Hashable:
+        from joblib.externals.loky import get_reusable_executor
+
+        # Asked each time: after a worker died, loky hands out a fresh executor.
+        self.executor = get_reusable_executor(max_workers=self.slots)
+        return self.executor.submit(self.run, payload)
+
+    def wait(self, handles: Sequence[Hashable]) -> list[tuple[Hashable, Result]]:
+        done, _ = wait(handles, return_when=FIRST_COMPLETED)  # type: ignore[arg-type]
+        out: list[tuple[Hashable, Result]] = []
+        for future in done:
+            try:
+                result = future.result()
+            except Exception as exc:  # a worker that died (killed, out of memory) fails its job only
+                result = (None, f"worker failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            out.append((future, result))
+        return out
+
+    def abort(self) -> None:
         # Ctrl-C (or a failure here): the running steps stop as if killed (each resumes on the next
         # run); otherwise the interpreter would wait at exit for steps that may take minutes.
-        if executor is not None:
-            executor.shutdown(wait=False, kill_workers=True)
-        raise
+        if self.executor is not None:
+            self.executor.shutdown(wait=False, kill_workers=True)
 
 
 def worker_count(n_jobs: int | None, setting: str = "n_jobs", per_worker_gib: float = 2.0) -> int:

@@ -41,6 +41,8 @@ JudgeName = StrEnum("JudgeName", "auto rubric verifier rm llm grader")  # grader
 JudgeVariant = StrEnum("JudgeVariant", "lampqa prb")  # lampqa: per aspect, /2; prb: one list judgement, 0-2
 Algorithm = StrEnum("Algorithm", "ppo grpo rloo")
 ValueInit = StrEnum("ValueInit", "auto rm policy")  # auto: the RM if same lineage, else the policy
+# Where a study runs its steps: local worker processes, or one SLURM job each (submitit).
+Launcher = StrEnum("Launcher", "local slurm")
 
 
 @functools.cache

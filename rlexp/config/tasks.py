@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlexp.config.checks import check_folder_name, check_seed, check_wandb_tag
-from rlexp.config.choices import Algorithm, LoggerKind, ProfileMode, ValueInit
+from rlexp.config.choices import Algorithm, Launcher, LoggerKind, ProfileMode, ValueInit, coerce_choices
 from rlexp.config.nodes import (
     BenchmarkConfig,
     DeepSpeedConfig,
@@ -247,6 +247,44 @@ class PPOPick:
 
 
 @dataclass
+class StepResources:
+    """What one SLURM job of a kind of study step asks for (``study.resources.<kind>``; kinds: lineage,
+    train_rm, evaluate, sample, bon, ppo, and ``default`` for any kind not listed). A step with more
+    than one GPU runs its task under ``accelerate launch`` inside its allocation."""
+
+    gpus: int = 0
+    cpus: int = 1
+    mem_gb: float = 4.0
+    time_min: int = 60
+    partition: str | None = None  # null: the cluster's default partition
+    # Further sbatch options, name -> value without the leading dashes, e.g. {account: lab, constraint: a100}.
+    sbatch: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, low in (("gpus", 0), ("cpus", 1), ("time_min", 1)):
+            if int(getattr(self, name)) < low:
+                raise ConfigError(f"study.resources.*.{name}={getattr(self, name)}: must be at least {low}")
+        if not float(self.mem_gb) > 0:
+            raise ConfigError(f"study.resources.*.mem_gb={self.mem_gb}: must be above 0")
+
+
+@dataclass
+class SlurmSettings:
+    """How ``study.launcher=slurm`` dispatches: submitit's job folders and logs, and the step-to-job map
+    that lets a rerun find steps still running, live under ``folder`` (on a filesystem every node sees)."""
+
+    folder: str = "${paths.output_root}/slurm"
+    max_in_flight: int = 64  # steps submitted and not yet finished, at most
+    poll_s: float = 2.0  # seconds between looks at the queue
+
+    def __post_init__(self) -> None:
+        if int(self.max_in_flight) < 1:
+            raise ConfigError(f"study.slurm.max_in_flight={self.max_in_flight}: must be at least 1")
+        if not float(self.poll_s) > 0:
+            raise ConfigError(f"study.slurm.poll_s={self.poll_s}: must be above 0")
+
+
+@dataclass
 class StudyGrid:
     lineages: list[str] = field(default_factory=lambda: ["tiny_llama", "tiny_qwen"])
     mixes: list[str] = field(default_factory=lambda: ["general", "personal", "mix", "flipped"])
@@ -274,6 +312,11 @@ class StudyGrid:
     # Worker processes (each with runtime.threads torch threads); null: one per usable core, at most one
     # per 2 GiB of available memory (rlexp/job_graph.py worker_count). Results do not depend on it.
     n_jobs: int | None = None
+    # local: steps run in worker processes here (n_jobs); slurm: each step is a SLURM job (submitit),
+    # sized by ``resources``; the parent plans, dispatches and correlates (rlexp/slurm_dispatch.py).
+    launcher: Launcher = Launcher.local
+    resources: dict[str, StepResources] = field(default_factory=lambda: {"default": StepResources()})
+    slurm: SlurmSettings = field(default_factory=SlurmSettings)
     # Decide steps whose record exists in the parent, from the ledger of steps run before with the
     # same code and configs (rlexp/step_ledger.py); false dispatches every step (as before).
     step_ledger: bool = True
@@ -286,6 +329,7 @@ class StudyGrid:
     lineage_overrides: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        coerce_choices(self, "study")
         for key in ("seeds", "ppo_seeds"):
             for seed in getattr(self, key) or []:
                 check_seed(seed, f"study.{key}")

@@ -7,8 +7,9 @@ the gold judge as an upper bound); then correlate. Every step is a task run with
 a killed study resumes where it stopped, a finished one only re-renders, and adding an RM costs
 that RM's steps. A step runs as soon as the records it names exist (:mod:`rlexp.job_graph`: no
 barrier between lineages, RMs, evaluation and downstream), in ``study.n_jobs`` worker processes with
-``runtime.threads`` torch threads each; a failed step is reported, and only the steps that need its
-record are skipped.
+``runtime.threads`` torch threads each, or with ``study.launcher=slurm`` each as one SLURM job
+(:mod:`rlexp.slurm_dispatch`); a failed step is reported, and only the steps that need its record are
+skipped.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from rlexp.tasks import correlate
 log = logging.getLogger("rlexp")
 
 MODEL_TASKS = ("train_rm", "sample", "bon", "ppo")  # the tasks whose config holds a lineage (model=...)
+STEP_KINDS = ("lineage", "train_rm", "evaluate", "sample", "bon", "ppo")  # first part of a step's key
 
 
 @dataclass
@@ -155,6 +157,11 @@ class StudyPlan:
                 check_gold_judge(down.judge, down.prompts)
         self.threads = int(cfg.runtime.threads)
         self.n_jobs = worker_count(g.n_jobs, "study.n_jobs")
+        self.slurm = g.launcher == "slurm"
+        if self.slurm:
+            from rlexp import slurm_dispatch
+
+            slurm_dispatch.preflight(g.resources, STEP_KINDS)
         self.ledger = StepLedger(Store(cfg.paths.store), enabled=bool(g.step_ledger) and not bool(cfg.get("force", False)))
 
     def overrides(self, task: str, overrides: list[str], seed: int | None = None) -> list[str]:
@@ -192,9 +199,18 @@ class StudyPlan:
             self.ledger.remember([step], {key: result})
             clock.finished(key, result)
 
-        log.info("study: %d worker process(es), %d torch thread(s) each", self.n_jobs, self.threads)
-        results = run_jobs(jobs, partial(run_step, threads=self.threads), self.n_jobs, decided=decided,
-                           started=clock.started, finished=finished)
+        run = partial(run_step, threads=self.threads)
+        if self.slurm:
+            from rlexp.slurm_dispatch import SlurmDispatcher
+
+            g = self.grid
+            where: int | SlurmDispatcher = SlurmDispatcher(run, g.resources, g.slurm.folder, StepLedger.key,
+                                                           g.slurm.max_in_flight, g.slurm.poll_s)
+            log.info("study: SLURM, at most %d step(s) in flight, %d torch thread(s) each", where.slots, self.threads)
+        else:
+            where = self.n_jobs
+            log.info("study: %d worker process(es), %d torch thread(s) each", self.n_jobs, self.threads)
+        results = run_jobs(jobs, run, where, decided=decided, started=clock.started, finished=finished)
         self.ledger.flush()
         for key, result in results.items():
             if key not in clock.done:  # decided in the parent or never run
