@@ -78,25 +78,70 @@ def run_personalized(
     return summary, per_example
 
 
+# The user context of Chatbot Arena-/PRISM-Personalized is rlexp's assumption: the record says so.
+USER_CONTEXT_NOTE = ("user context is rlexp's assumption: PRB's released scorer passes none; benchmark.<set>."
+                     "user_context=none scores the conversation alone")
+
+
+def _too_long(scorer: Scorer) -> Any:
+    """``too_long(items)``: whether any of ``items`` renders past the scorer's ``max_length`` (None for a
+    scorer without a tokenizer and a max_length, which then sees the whole text)."""
+    render, tokenizer = getattr(scorer, "render", None), getattr(scorer, "tokenizer", None)
+    limit = getattr(getattr(scorer, "settings", None), "max_length", None)
+    if render is None or tokenizer is None or not limit:
+        return None
+
+    def too_long(items: Sequence[ScoreInput]) -> bool:
+        ids = tokenizer([render(it) for it in items], add_special_tokens=True, truncation=False)["input_ids"]
+        return any(len(x) > int(limit) for x in ids)
+
+    return too_long
+
+
 def run_user_pairs(
     scorer: Scorer, cases: Sequence[UserPairCase], *, mode: str, k: int, separator: str, name: str,
     progress: bool = False,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Score chosen and rejected of every vote with the user context of ``mode``; strict-> accuracy."""
+    """Score chosen and rejected of every vote with the user context of ``mode``; strict-> accuracy.
+
+    When history and conversation exceed the scorer's ``max_length``, the history is cut first, from its
+    oldest vote: cutting the end (right truncation) would cut both answers alike, tie their scores and
+    count the vote wrong. ``history_trimmed`` counts the votes dropped so; ``still_too_long`` the pairs
+    that do not fit even without history (the scorer truncates those as configured).
+    """
     inputs: list[ScoreInput] = []
     with_context: list[bool] = []
+    shown: list[int] = []
+    too_long = _too_long(scorer) if mode == "history" else None
+    trimmed = over = 0
     for case in cases:
-        block = context_block(case, mode, k)
-        turns, prompt = with_user_context(case.item.context, block, separator)  # the block before the conversation
+        drop, full = 0, min(k, len(case.history)) if mode == "history" else 0
+        while True:
+            block = context_block(case, mode, k, drop)
+            turns, prompt = with_user_context(case.item.context, block, separator)  # the block before the conversation
+            pair = [ScoreInput(prompt, case.item.chosen, turns=turns), ScoreInput(prompt, case.item.rejected, turns=turns)]
+            if too_long is None or drop >= full or not too_long(pair):
+                break
+            drop += 1
+        trimmed += drop
+        if too_long is not None and drop >= full and full and too_long(pair):
+            over += 1
         with_context.append(bool(block))
-        inputs.append(ScoreInput(prompt, case.item.chosen, turns=turns))
-        inputs.append(ScoreInput(prompt, case.item.rejected, turns=turns))
+        shown.append(full - drop)
+        inputs.extend(pair)
     flat = score_chunked(scorer, inputs, name, progress)
     chosen, rejected = flat[0::2], flat[1::2]
     summary = user_pairs_summary(chosen.tolist(), rejected.tolist(), cases, with_context)
+    summary["skipped"] = dict(getattr(cases, "skipped", {}))
+    if mode == "history":
+        summary["history_trimmed"] = trimmed
+        summary["still_too_long"] = over
+    if mode != "none":
+        summary["user_context_note"] = USER_CONTEXT_NOTE
     per_example = [
         {"id": c.item.id, "user_id": c.item.user_id, "type": c.item.kind, "history": len(c.history),
-         "with_context": w, "chosen_score": float(a), "rejected_score": float(b), "correct": bool(a > b)}
-        for c, w, a, b in zip(cases, with_context, chosen, rejected, strict=True)
+         "history_shown": n, "with_context": w, "chosen_score": float(a), "rejected_score": float(b),
+         "correct": bool(a > b)}
+        for c, n, w, a, b in zip(cases, shown, with_context, chosen, rejected, strict=True)
     ]
     return summary, per_example

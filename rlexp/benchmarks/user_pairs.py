@@ -24,32 +24,59 @@ class UserPairCase:
     """One scored vote and what its user showed before it."""
 
     item: UserPairItem
-    history: tuple[tuple[str, str, str], ...]  # (question, chosen, rejected) of the user's other votes
+    # (conversation, chosen, rejected) of the user's other votes: the whole context as (role, content) messages
+    history: tuple[tuple[tuple[tuple[str, str], ...], str, str], ...]
     survey: UserSurvey | None = None
+
+
+# A user's known data in SynthesizeMe's order (``get_user_data`` returns train, then val): the history.
+HISTORY_ORDER: dict[str, int] = {"train": 0, "val": 1}
+
+
+class UserPairCases(list):
+    """The scored votes, with the loader's skipped rows (reason -> count) carried to the record; a slice keeps them."""
+
+    skipped: dict[str, int]
+
+    def __init__(self, items: Any = (), skipped: Mapping[str, int] | None = None) -> None:
+        super().__init__(items)
+        self.skipped = dict(skipped or {})
+
+    def __getitem__(self, index: Any) -> Any:  # type: ignore[override]
+        out = super().__getitem__(index)
+        return type(self)(out, self.skipped) if isinstance(index, slice) else out
 
 
 def user_pair_cases(
     items: Sequence[UserPairItem], eval_split: str = "test", surveys: Mapping[str, UserSurvey] | None = None
-) -> list[UserPairCase]:
-    """The ``eval_split`` votes, each with its user's votes of the other splits (in row order) and survey."""
-    history: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
-    for it in items:
+) -> UserPairCases:
+    """The ``eval_split`` votes, each with its user's votes of the other splits and survey.
+
+    The history is the user's known data as SynthesizeMe orders it: the ``train`` votes, then the
+    ``val`` votes, each in file order (the sets have no timestamps, so "latest" can only mean this
+    order); the block shows its last ``k``.
+    """
+    history: dict[str, list[tuple[int, int, tuple[tuple[tuple[str, str], ...], str, str]]]] = defaultdict(list)
+    for row, it in enumerate(items):
         if it.split != eval_split:
-            history[it.user_id].append((it.question, it.chosen, it.rejected))
-    cases = [UserPairCase(it, tuple(history[it.user_id]), (surveys or {}).get(it.user_id))
+            history[it.user_id].append((HISTORY_ORDER.get(it.split, len(HISTORY_ORDER)), row,
+                                        (it.context, it.chosen, it.rejected)))
+    ordered = {user: tuple(v for *_, v in sorted(votes, key=lambda x: x[:2])) for user, votes in history.items()}
+    cases = [UserPairCase(it, ordered.get(it.user_id, ()), (surveys or {}).get(it.user_id))
              for it in items if it.split == eval_split]
     if not cases:
         found = sorted({it.split for it in items})
         raise DataError(f"no votes with split {eval_split!r} to score (the rows' splits: {', '.join(found) or 'none'})")
-    return cases
+    return UserPairCases(cases, getattr(items, "skipped", {}))
 
 
-def context_block(case: UserPairCase, mode: str, k: int) -> str:
-    """What the RM reads about the user under ``mode`` (``none`` | ``history`` | ``persona``)."""
+def context_block(case: UserPairCase, mode: str, k: int, drop: int = 0) -> str:
+    """What the RM reads about the user under ``mode`` (``none`` | ``history`` | ``persona``); ``drop`` leaves
+    out the oldest of the ``k`` votes shown (to fit the RM's ``max_length``)."""
     if mode == "none":
         return ""
     if mode == "history":
-        return history_block(case.history, k)
+        return history_block(case.history, k, drop)
     if mode == "persona":
         s = case.survey
         return persona_block(s.self_description, s.stated_prefs) if s is not None else ""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import lru_cache
+from typing import Any
 
 from rlexp.config.choices import ProfileMode, UserContextMode
 from rlexp.config.nodes import ProfileConfig
@@ -127,13 +128,30 @@ def policy_prompt(question: str, profile: Sequence[ProfilePost], k: int = DEFAUL
 USER_CONTEXT_MODES: tuple[str, ...] = tuple(UserContextMode)
 
 
-def history_block(votes: Sequence[tuple[str, str, str]], k: int) -> str:
-    """The user's ``k`` latest earlier votes, (question, preferred, other) in order, as one text block."""
+ROLE_NAMES = {"user": "User", "assistant": "Assistant", "system": "System"}
+
+
+def conversation_text(context: str | Sequence[tuple[str, str]]) -> str:
+    """An earlier vote's conversation as the history block shows it: a single user message as
+    ``Question: <text>``, a longer one whole (SynthesizeMe renders every turn), one ``Role: text``
+    line block per message under ``Conversation:``."""
+    if isinstance(context, str):
+        return f"Question: {context}"
+    messages = list(context)
+    if len(messages) == 1 and messages[0][0] == "user":
+        return f"Question: {messages[0][1]}"
+    return "Conversation:\n" + "\n".join(f"{ROLE_NAMES.get(r, r.title())}: {c}" for r, c in messages)
+
+
+def history_block(votes: Sequence[tuple[Any, str, str]], k: int, drop: int = 0) -> str:
+    """The user's last ``k`` earlier votes (conversation, preferred, other), in the order given, as one text
+    block; ``drop`` leaves out the oldest of those ``k`` (to fit a reward model's ``max_length``).
+    A vote's conversation is its whole context (:func:`conversation_text`)."""
     _check_k(k)
-    shown = list(votes)[-k:]
+    shown = list(votes)[-k:][drop:]
     if not shown:
         return ""
-    parts = [f"Question: {q}\nPreferred answer: {c}\nOther answer: {r}" for q, c, r in shown]
+    parts = [f"{conversation_text(q)}\nPreferred answer: {c}\nOther answer: {r}" for q, c, r in shown]
     return "Earlier choices of this user:\n\n" + "\n\n".join(parts)
 
 
@@ -167,6 +185,7 @@ __all__ = [
     "SYSTEM_PERSONALIZED",
     "USER_CONTEXT_MODES",
     "Planner",
+    "conversation_text",
     "history_block",
     "persona_block",
     "policy_prompt",

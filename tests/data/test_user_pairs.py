@@ -60,7 +60,8 @@ def test_cases_pair_each_test_vote_with_its_users_earlier_votes(tmp_path: Path) 
     items = load_user_pairs(write_jsonl(tmp_path / "rows.jsonl", fixture_rows()))
     cases = user_pair_cases(items, "test")
     assert [c.item.id for c in cases] == ["user584/c3158/0", "user9/c0001/0"]
-    assert [q for q, _, _ in cases[0].history] == ["Should my daughter take a gap year?", "How do I talk about money?"]
+    assert [ctx[-1][1] for ctx, _, _ in cases[0].history] == ["Should my daughter take a gap year?",
+                                                              "How do I talk about money?"]
     assert cases[1].history == ()  # no earlier pairs: the RM sees the conversation alone
     assert context_block(cases[1], "history", 2) == ""
     turns, prompt = with_user_context(cases[1].item.context, context_block(cases[1], "history", 2), "\n\n")

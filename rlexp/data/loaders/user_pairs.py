@@ -96,38 +96,105 @@ class _Ids:
         return f"{user}/{conversation}/{n}"
 
 
+class UserPairs(list):
+    """The loaded votes, and the rows left out, as reason -> count (``skipped``): a row that cannot be
+    scored (an empty answer, chosen identical to rejected) or repeats an earlier row. A slice keeps
+    the counts."""
+
+    skipped: dict[str, int]
+
+    def __init__(self, items: Any = (), skipped: Mapping[str, int] | None = None) -> None:
+        super().__init__(items)
+        self.skipped = dict(skipped or {})
+
+    def __getitem__(self, index: Any) -> Any:  # type: ignore[override]
+        out = super().__getitem__(index)
+        return type(self)(out, self.skipped) if isinstance(index, slice) else out
+
+
+class _Unscorable(Exception):
+    """A row that is well formed but cannot be scored; ``reason`` is its skip count's key."""
+
+    def __init__(self, reason: str, error: DataError) -> None:
+        super().__init__(reason)
+        self.reason, self.error = reason, error
+
+
+def _answer(row: Mapping[str, Any], field: str, at: At) -> str:
+    """A chosen/rejected answer; an empty one cannot be scored (:class:`_Unscorable`)."""
+    value = required_value(row, field, at)
+    if isinstance(value, Mapping) and isinstance(value.get("content"), str) and not value["content"].strip() \
+            and value.get("role") in ROLES:
+        raise _Unscorable("empty answer", at.error(f"{field}.content", "an empty answer cannot be scored"))
+    return _message(value, field, at, answer=True)[1]
+
+
 def _convert(ids: _Ids) -> Any:
     def convert(row: dict[str, Any], at: At) -> UserPairItem:
         user = string_field(row, "user_id", at)
         conversation = optional_string(row, "conversation_id", at) or at.position.replace(" ", "")
         at.row_id = ids.next(user, conversation)
         context = _context(row, at)
-        chosen = _message(required_value(row, "chosen", at), "chosen", at, answer=True)[1]
-        rejected = _message(required_value(row, "rejected", at), "rejected", at, answer=True)[1]
+        chosen = _answer(row, "chosen", at)
+        rejected = _answer(row, "rejected", at)
+        split = _split(row, at)
         if chosen == rejected:
-            raise at.error("rejected", "identical to chosen")
+            raise _Unscorable("chosen identical to rejected", at.error("rejected", "identical to chosen"))
         return UserPairItem(id=at.row_id, user_id=user, context=context, chosen=chosen, rejected=rejected,
-                            split=_split(row, at), flip=_flip(row, at), kind=optional_string(row, "type", at))
+                            split=split, flip=_flip(row, at), kind=optional_string(row, "type", at))
 
     return convert
 
 
+def _skipping(convert: Any, strict: bool, skipped: Counter[str]) -> Any:
+    """``convert`` that returns None for an unscorable row (counted in ``skipped``), or raises under ``strict``."""
+    def run(row: dict[str, Any], at: At) -> UserPairItem | None:
+        try:
+            return convert(row, at)
+        except _Unscorable as exc:
+            if strict:
+                raise exc.error from None
+            skipped[exc.reason] += 1
+            return None
+
+    return run
+
+
 def load_user_pairs(
-    source: str | os.PathLike[str], *, split: str = "test", limit: int | None = None, revision: str | None = None
-) -> list[UserPairItem]:
+    source: str | os.PathLike[str], *, split: str = "test", limit: int | None = None, revision: str | None = None,
+    strict: bool = False,
+) -> UserPairs:
     """Load Chatbot Arena-/PRISM-Personalized votes (hub id, a local file, or a folder of split files).
 
     ``split`` is the HF split (``train``/``validation``/``test``: they partition users); each item's
     own ``split`` is the row's column. ``limit`` keeps the first rows. Every row is validated; a bad
-    one raises a one-line :class:`~rlexp.errors.DataError` naming file, row and field.
+    one raises a one-line :class:`~rlexp.errors.DataError` naming file, row and field. A row that is
+    well formed but cannot be scored (an empty answer, chosen identical to rejected: its two scores
+    would tie) and a row repeating an earlier one (same user, conversation, context and answers: it
+    would be scored twice, n doubled) are left out and counted by reason in the result's ``skipped``, as the
+    published sets are used whole; ``strict`` refuses them instead.
     """
     check_limit(limit)
     chunks = read_source(source, split=split, config=None, revision=revision)
-    items: list[UserPairItem] = validated_rows(chunks, "user_pairs", _convert(_Ids()))
+    skipped: Counter[str] = Counter()
+    rows = validated_rows(chunks, "user_pairs", _skipping(_convert(_Ids()), strict, skipped))
+    items: list[UserPairItem] = []
+    seen: dict[tuple[Any, ...], str] = {}
     unique = UniqueIds()
-    for item in items:  # the ids are built unique; this guards a file that repeats a whole row set
+    for item in rows:
+        if item is None:
+            continue
+        key = (item.user_id, item.context, item.chosen, item.rejected)
+        if key in seen:  # the ids count votes per conversation, so a repeated row gets a new id
+            if strict:
+                raise DataError(f"{source}: row {item.id} repeats row {seen[key]} (same user, context and answers)")
+            skipped["duplicate of an earlier row"] += 1
+            continue
+        seen[key] = item.id
         unique.add(item.id, At(str(source), item.id))
-    return items[:limit] if limit is not None else items
+        items.append(item)
+    out = UserPairs(items, skipped)
+    return out[:limit] if limit is not None else out
 
 
 def _slider(value: Any, field: str, at: At) -> int | None:
