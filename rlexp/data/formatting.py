@@ -67,7 +67,13 @@ def render_profile(posts: Sequence[ProfilePost], k: int = DEFAULT_K, question: s
     category and text can never come apart (the reference ranking bug, §10.1). No posts -> ``""``.
     """
     chosen = top_posts(posts, k, question)
-    return "\n".join(f"Post {i} (Category: {p.category}):\n{p.text}" for i, p in enumerate(chosen, start=1))
+    return "\n".join(f"{_post_header(i, p)}\n{p.text}" for i, p in enumerate(chosen, start=1))
+
+
+def _post_header(i: int, post: ProfilePost) -> str:
+    """``Post i (Category: c):`` (PRB's ``format_profile``); ``Post i:`` for a post without a category
+    (LaMP-QA's ranked files keep none)."""
+    return f"Post {i} (Category: {post.category}):" if post.category else f"Post {i}:"
 
 
 def rm_user_turn(
@@ -111,6 +117,45 @@ def rm_user_turn(
         if not isinstance(block, str):
             raise TypeError(f"planner returned {type(block).__name__}, expected str")
     return f"{question}{separator}{block}" if block else question
+
+
+# PRB's BoN policy prompt, verbatim: Martin-qyma/Personalized-RewardBench@d8a0cdaa prompts/sample.txt (read with
+# .strip(), as BoN/sample.py's load_template does), filled by replacing {question} and {profile}; the profile is
+# format_profile's top-k "Post i (Category: c):\n<text>" blocks joined by "\n"; the system message is
+# BoN/sample.py's. PRB samples LaMP-QA with it, 100-word cap included (PRB's, not the sandbox's).
+PRB_TEMPLATE = "prb"
+PRB_SYSTEM = "You are a helpful assistant designed to generate personalized responses to user questions."
+PRB_SAMPLE_PROMPT = (
+    "Your task is to generate a personalized answer to the user's current question by analyzing their past posts "
+    "(including questions and detailed descriptions) to understand their preferences, interests, and communication "
+    "style.\n\n"
+    "# Input:\n"
+    "- The user's current question from a post.\n"
+    "- The user's past post questions and detailed descriptions of these questions.\n\n"
+    "# Requirements:\n"
+    "- Tailor the response to the user\u2019s demonstrated style (tone, level of detail, format).\n"
+    "- Incorporate relevant interests and constraints inferred from the user's past posts.\n"
+    "- Directly answer the current question.\n"
+    "- Do not mention the analysis process, just provide the final answer.\n"
+    "- Keep the response under 100 words.\n\n"
+    "Output:\n"
+    "- A single, customized answer within 100 words.\n\n"
+    "# Data provided:\n"
+    "- User's current question:\n"
+    "{question}\n"
+    "- Past post questions and detailed descriptions of these questions:\n"
+    "{profile}\n\n"
+    "Generate the answer to user's current question following above instructions."
+)
+
+
+def prb_policy_messages(question: str, profile: Sequence[ProfilePost], k: int = DEFAULT_K, *,
+                        ranked: bool = True) -> list[dict[str, str]]:
+    """The policy's conversation as PRB's ``BoN/sample.py`` builds it: its system message, and
+    ``prompts/sample.txt`` with the question and the top-``k`` posts (in retrieval order when ``ranked``)."""
+    profile_text = render_profile(profile, k, None if ranked else question)
+    user = PRB_SAMPLE_PROMPT.replace("{question}", question).replace("{profile}", profile_text)
+    return [{"role": "system", "content": PRB_SYSTEM}, {"role": "user", "content": user}]
 
 
 def policy_prompt(question: str, profile: Sequence[ProfilePost], k: int = DEFAULT_K, *, ranked: bool = False) -> str:
@@ -182,6 +227,9 @@ __all__ = [
     "DEFAULT_K",
     "DEFAULT_SEPARATOR",
     "PROFILE_MODES",
+    "PRB_SAMPLE_PROMPT",
+    "PRB_SYSTEM",
+    "PRB_TEMPLATE",
     "SYSTEM_PERSONALIZED",
     "USER_CONTEXT_MODES",
     "Planner",
@@ -189,6 +237,7 @@ __all__ = [
     "history_block",
     "persona_block",
     "policy_prompt",
+    "prb_policy_messages",
     "render_profile",
     "rm_user_turn",
     "top_posts",

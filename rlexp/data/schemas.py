@@ -217,6 +217,9 @@ class PromptItem:
     prefill: str = field(default="", metadata=HASH_NEUTRAL)
     stop: tuple[str, ...] = field(default=(), metadata=HASH_NEUTRAL)
     max_new_tokens: int | None = field(default=None, metadata=HASH_NEUTRAL)
+    # How the policy is prompted: "" the sandbox's prompt (rlexp.data.formatting.policy_prompt), "prb" PRB's
+    # BoN prompt (prompts/sample.txt), which LaMP-QA prompts get.
+    template: str = field(default="", metadata=HASH_NEUTRAL)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from rlexp.config.choices import SamplingDraw
 from rlexp.config.nodes import SamplingConfig
-from rlexp.data.formatting import SYSTEM_PERSONALIZED, policy_prompt, rm_user_turn
+from rlexp.data.formatting import PRB_TEMPLATE, SYSTEM_PERSONALIZED, policy_prompt, prb_policy_messages, rm_user_turn
 from rlexp.data.schemas import PromptItem
 from rlexp.errors import ConfigError
 from rlexp.scoring.planner import sandbox_planner
@@ -41,6 +41,11 @@ def chat_messages(item: PromptItem, profile_k: int, profile: str = "posts") -> l
     ``profile_k`` posts (``profile="posts"``) or as the sandbox planner's aspects inferred from them
     (``"plan"``: the user turn a planner-mode RM reads); a suite task's few-shot exchanges come as
     earlier turns (the Tulu 3 regime's multiturn few-shot)."""
+    if item.template == PRB_TEMPLATE:  # LaMP-QA, prompted as PRB's BoN samples it: the posts, never a plan
+        if profile == "plan":
+            raise ConfigError(f"prompt {item.prompt_id!r} is a LaMP-QA prompt, which PRB prompts with the user's "
+                              "posts: set sampling.policy_profile=posts (sampling=reference does), not plan")
+        return prb_policy_messages(item.prompt, item.profile, profile_k, ranked=item.profile_ranked)
     if item.kind == "personalized" and item.profile:
         if profile == "plan":
             user = rm_user_turn(item.prompt, item.profile, "planner", k=profile_k, planner=sandbox_planner,

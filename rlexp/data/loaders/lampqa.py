@@ -4,7 +4,10 @@ A LaMP-QA row is a user's question, their whole profile of past posts, and the h
 (narrative, rubric aspects) only gold judges may read; a PRB row is the same plus chosen/rejected,
 so rows are validated with PRB's helpers. Each row becomes a ``personalized``
 :class:`~rlexp.data.schemas.PromptItem` whose profile is the top-k posts retrieved against the
-**question only** (reference §4), kept as whole records (reference §10.1).
+**question only** (reference §4), kept as whole records (reference §10.1). The policy is prompted
+as PRB's BoN samples LaMP-QA (``template="prb"``: PRB's ``prompts/sample.txt`` and system message,
+:func:`rlexp.data.formatting.prb_policy_messages`), not with the sandbox's prompt. A file written by
+LaMP-QA's own ``retrieval/rank_dataset.py`` (posts as ``{id, text}``, no category) is accepted.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rlexp.data import retrieval
+from rlexp.data.formatting import PRB_TEMPLATE
 from rlexp.data.loaders.domains import hub_domain_chunks, local_domain_chunks
 from rlexp.data.loaders.personalized_rewardbench import question_fields
 from rlexp.data.loaders.sources import DATA_SUFFIXES, Chunk, data_files, resolve_source, split_of
@@ -64,7 +68,8 @@ def _local_layout(root: Path, split: str) -> dict[str, list[Path]]:
 
 def _checked(row: Mapping[str, Any], at: At) -> dict[str, Any]:
     """PRB's shared question fields, plus what a policy prompt and its gold judge cannot do without."""
-    fields = question_fields(row, at)
+    # LaMP-QA's own ranked files (retrieval/rank_dataset.py) keep only {id, text} per post.
+    fields = question_fields(row, at, category_required=False)
     if not fields["profile"]:
         raise at.error("profile", "has no posts: a LaMP-QA prompt is personalized from the user's profile")
     required_value(row, "rubric_aspects", at)  # the gold judges score against these
@@ -84,7 +89,7 @@ def _prompt_item(fields: Mapping[str, Any], domain: str, k: int, method: str, en
         "category": fields["category"],
     }
     return PromptItem(f"{domain}:{fields['id']}", fields["question"], "personalized", tuple(ranked[:k]), hidden,
-                      profile_ranked=True)
+                      profile_ranked=True, template=PRB_TEMPLATE)
 
 
 def load_lampqa(

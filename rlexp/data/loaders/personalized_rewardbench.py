@@ -23,15 +23,16 @@ from rlexp.data.loaders.validation import (
 from rlexp.data.schemas import PRBItem
 
 
-def question_fields(row: Mapping[str, Any], at: At) -> dict[str, Any]:
+def question_fields(row: Mapping[str, Any], at: At, *, category_required: bool = True) -> dict[str, Any]:
     """The validated fields PRB and LaMP-QA rows share (a PRB row is a LaMP-QA test row plus chosen/rejected).
 
-    ``profile`` is required (possibly empty); ``rubric_aspects``, ``narrative`` and ``category`` are optional.
+    ``profile`` is required (possibly empty); ``rubric_aspects``, ``narrative`` and ``category`` are optional;
+    ``category_required=False`` accepts posts without a category (LaMP-QA's ranked files).
     """
     return {
         "id": row_id(row, at),
         "question": string_field(row, "question", at),
-        "profile": profile_posts(row, at, required=True),
+        "profile": profile_posts(row, at, required=True, category_required=category_required),
         "rubric_aspects": rubric_aspects(row, at),
         "narrative": optional_string(row, "narrative", at),
         "category": optional_string(row, "category", at),

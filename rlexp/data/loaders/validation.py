@@ -120,8 +120,11 @@ def object_list(value: Any, field: str, at: At) -> list[Mapping[str, Any]]:
     return list(value)
 
 
-def profile_posts(row: Mapping[str, Any], at: At, *, required: bool) -> tuple[ProfilePost, ...]:
-    """The ``profile`` column as posts; every post needs its text (``required``: the column too)."""
+def profile_posts(row: Mapping[str, Any], at: At, *, required: bool, category_required: bool = True
+                  ) -> tuple[ProfilePost, ...]:
+    """The ``profile`` column as posts; every post needs its text (``required``: the column too).
+    ``category_required=False`` accepts a post without a category (missing or null: ``""``), as the ranked
+    files LaMP-QA's ``retrieval/rank_dataset.py`` writes keep only ``{id, text}`` per post."""
     value = required_value(row, "profile", at) if required else row.get("profile")
     posts = []
     for j, item in enumerate(object_list(value, "profile", at)):
@@ -137,6 +140,8 @@ def profile_posts(row: Mapping[str, Any], at: At, *, required: bool) -> tuple[Pr
                 problem = f"expected a string, got {type_name(text)} {show_value(text)}"
             raise at.error(f"profile[{j}].text", problem)
         category, post_id = item.get("category"), item.get("id")
+        if category is None and not category_required:
+            category = ""
         if not isinstance(category, str):
             raise at.error(
                 f"profile[{j}].category", f"expected a string, got {type_name(category)} {show_value(category)}"
