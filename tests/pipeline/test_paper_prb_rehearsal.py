@@ -39,7 +39,8 @@ def test_paper_prb_rehearsal_with_a_served_judge(world: Path, rms: dict[str, str
     judge.thread.start()
     try:
         items = [f"prompts.source={REPO / 'tests' / 'fixtures' / 'lampqa'}", "sampling=default", "sampling.n=4",
-                 "sampling.max_new_tokens=32", "n_boot=100", "judge=llm", "judge.variant=prb", f"judge.model={MODEL}",
+                 "sampling.max_new_tokens=32", "sampling.policy_profile=posts", "n_boot=100", "judge=llm",
+                 "judge.variant=prb", f"judge.model={MODEL}",
                  f"judge.endpoint={judge.url}"]
         # The world's lineages (none to build: its tiny_llama, its lighter tiny_qwen), one RM per lineage and
         # no comparison sets (the quick study's test covers those): what is checked here is LaMP-QA and the
