@@ -86,3 +86,23 @@ def test_vllm_pool_is_seeded_per_prompt_and_resumes(world: Path, rms: dict[str, 
     # No top-k cut (sampling.top_k=null, the reference preset's): the engine takes it as -1.
     _sample(world, "seed=5", "sampling.top_k=null")
     assert len(_pool(world, 5)[1]) == 6 * 3
+
+
+@needs_vllm
+def test_a_batch_larger_than_one_engine_step_samples_on_cpu(world: Path, rms: dict[str, str]) -> None:
+    # 8 personalized prompts with their posts x 8 samples: one engine step's prompts pass vLLM's 4,096-token
+    # budget on CPU, where chunked prefill rewound the seeded generators ("CPU Generator does not use
+    # offset", EngineDeadError). rlexp turns chunked prefill off on CPU; the same seed draws the same pool.
+    args = ["prompts=personalized", "prompts.limit=8", "sampling.n=8", "sampling.policy_profile=posts",
+            "sampling.profile_k=10", "sampling.chunk_prompts=8", "sampling.batch_prompts=8",
+            "sampling.max_new_tokens=8", "seed=11"]
+    first = _sample(world, *args)
+    assert "Traceback" not in first.stderr
+    store = Store(world / "runs")
+    recs = [r for r in store.records("sample") if r.info.get("backend") == "vllm" and r.config.get("seed") == 11]
+    assert len(recs) == 1 and recs[0].info["dtype"] in {"float32", "bfloat16", "float16"}
+    rows = pq.read_table(store.resolve(recs[0].artifacts["pool"])).to_pylist()
+    assert len(rows) == 8 * 8
+    _sample(world, *args, "force=true")
+    again = [r for r in store.records("sample") if r.info.get("backend") == "vllm" and r.config.get("seed") == 11]
+    assert pq.read_table(store.resolve(again[0].artifacts["pool"])).to_pylist() == rows
