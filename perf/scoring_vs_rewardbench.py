@@ -1,20 +1,29 @@
-"""rlexp's RewardBench 2 scorer against rewardbench 0.1.4's own ``run_v2.py``, on the sandbox RB2
-with the ~20M-parameter sequence-classification RM of perf/scoring_speed.py, fp32.
+"""rlexp's RewardBench 2 scorer against rewardbench 0.1.4's own ``run_v2.py``, with the ~20M-parameter
+sequence-classification RM of perf/scoring_speed.py, fp32, on a file of RewardBench 2's real size: the
+sandbox RB2's rows repeated (ids made unique) until it holds ``--completions`` completions (default 7,500;
+the real RB2 has about 7,500).
 
-rewardbench pins transformers 4.51, so it runs in its own environment (``make rewardbench-env``,
-or RLEXP_REWARDBENCH_PYTHON=<its python>) through perf/_rewardbench_driver.py, which times only
-its inference calls (model loading and the dataset's preparation are left out on both sides) and
-returns the texts it scored and their scores. Passes alternate (rlexp, rewardbench, rlexp, ...)
-and each side keeps its fastest. Prints items/s, the ratio (target >= 2.0), that both sides
-scored the same texts, the largest score difference (target <= 1e-5) and the token positions each
-side ran. run_v2 uses its defaults but fp32 (``--torch_dtype float32``): batches of 64 in file
-order, padded to the longest.
+rewardbench pins transformers 4.51, so it runs in its own environment (``make rewardbench-env``, or
+RLEXP_REWARDBENCH_PYTHON=<its python>) through perf/_rewardbench_driver.py, which times only its inference
+calls. Two comparisons, each over ``--pairs`` alternating pairs, reported as the median and range of the
+pairs' ratios (never a side's fastest pass):
 
-    make rewardbench-env && .venv/bin/python perf/scoring_vs_rewardbench.py
+* warm, in one process each: rlexp's scorer scores the file after a first, discarded pass; run_v2 runs
+  twice in one process and its second pass counts. Both sides warm, only inference timed.
+* whole processes, as a user runs them: ``rlexp evaluate`` (perf/_rlexp_driver.py, which also times its
+  scoring calls) with shared prefixes and on the default path, against ``run_v2.py``; the wall time of each
+  process (start-up, imports, loading included) and the scoring time inside it.
+
+Also printed: that both sides scored the same texts, the largest score difference (target <= 1e-5), and the
+token positions each side ran. run_v2 uses its defaults but fp32 (``--torch_dtype float32``): batches of 64
+in file order, padded to the longest.
+
+    make rewardbench-env && .venv/bin/python perf/scoring_vs_rewardbench.py [--pairs 8] [--completions 7500]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -26,9 +35,9 @@ from pathlib import Path
 import numpy as np
 from _common import sandbox_rb2_and_rm, use_root
 
-PASSES = 3
 ROOT = Path(__file__).resolve().parents[1]
 DRIVER = Path(__file__).resolve().parent / "_rewardbench_driver.py"
+RLEXP_DRIVER = Path(__file__).resolve().parent / "_rlexp_driver.py"
 
 
 def _side_python() -> Path:
@@ -50,58 +59,130 @@ def _for_transformers_4(folder: Path) -> None:
     path.write_text(json.dumps(config))
 
 
-def _run_v2(python: Path, model: Path, dataset: str, work: Path) -> dict:
+def _run_v2(python: Path, model: Path, dataset: Path, work: Path, passes: int = 1) -> tuple[dict, float]:
+    """run_v2 in a process of its own: what it saw (texts, scores, inference seconds per pass) and the wall time."""
     out = work / "rewardbench.json"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "PYTHONPATH": ""}
-    cmd = [str(python), str(DRIVER), str(out), "--", "--model", str(model), "--dataset", dataset,
-           "--torch_dtype", "float32", "--do_not_save"]
+    cmd = [str(python), str(DRIVER), str(out), "--passes", str(passes), "--", "--model", str(model),
+           "--dataset", str(dataset), "--torch_dtype", "float32", "--do_not_save"]
+    t0 = time.perf_counter()
     done = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
     if done.returncode != 0:
         sys.exit(f"rewardbench run_v2 failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
-    return json.loads(out.read_text())
+    return json.loads(out.read_text()), wall
+
+
+def _rlexp_evaluate(model: Path, dataset: Path, work: Path, share_prefix: bool) -> tuple[dict, float]:
+    """`rlexp evaluate` in a process of its own (``force=true``: it scores every time): scoring seconds, wall time."""
+    out = work / "rlexp.json"
+    cmd = [sys.executable, str(RLEXP_DRIVER), str(out), "--", "evaluate", f"rm={model}", "benchmark=rb2",
+           f"benchmark.rb2.source={dataset}", "scorer.dtype=float32", "scorer.device=cpu",
+           f"scorer.share_prefix={str(share_prefix).lower()}", "force=true", "logger=none", "progress=false"]
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "WANDB_MODE": "disabled"}, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if done.returncode != 0:
+        sys.exit(f"rlexp evaluate failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    return json.loads(out.read_text()), wall
+
+
+def real_size_file(folder: str, completions: int, out_dir: Path) -> Path:
+    """The sandbox RB2's rows repeated, ids made unique, until the file holds ``completions`` completions
+    (run_v2 and rlexp both read the folder's ``test.parquet``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(Path(folder) / "test.parquet")
+    rows = table.to_pylist()
+    out, total, copy = [], 0, 0
+    while total < completions:
+        for row in rows:
+            if total >= completions:
+                break
+            out.append({**row, "id": f"{row['id']}" if copy == 0 else f"{row['id']}-r{copy}"})
+            total += len(row["chosen"]) + len(row["rejected"])
+        copy += 1
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(out, schema=table.schema), out_dir / "test.parquet")
+    return out_dir
+
+
+def _spread(ratios: list[float]) -> str:
+    return f"median {np.median(ratios):.2f}x (range {min(ratios):.2f}-{max(ratios):.2f}x over {len(ratios)} pairs)"
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=8, help="alternating pairs per comparison")
+    parser.add_argument("--completions", type=int, default=7500, help="completions in the file (RB2: ~7,500)")
+    parser.add_argument("--only", choices=("warm", "process"), default=None, help="run one comparison only")
+    args = parser.parse_args()
     use_root("scoring")
     import torch
 
+    from rlexp.benchmarks.rewardbench2_math import unroll
     from rlexp.config.nodes import ScorerConfig
+    from rlexp.data.loaders import load_rb2
+    from rlexp.scorer import ScoreInput
     from rlexp.scoring.reward_model import RewardModelScorer
 
     python = _side_python()
-    dataset, queries, tok, _, model = sandbox_rb2_and_rm()
+    sandbox, _, tok, _, model = sandbox_rb2_and_rm()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
+        dataset = real_size_file(sandbox, args.completions, work / "rb2")
+        items = load_rb2(str(dataset))
+        texts, index = unroll(items)
+        queries = [ScoreInput(items[i].prompt, t) for t, (i, _) in zip(texts, index, strict=True)]
+        n = len(queries)
         folder = work / "rm"
         model.save_pretrained(folder)
         tok.save_pretrained(folder)
         _for_transformers_4(folder)
-        scorer = RewardModelScorer.from_pretrained(str(folder), ScorerConfig(batch_size=32, max_length=2048,
-                                                                              share_prefix=True))
-        ours, theirs = [], []
-        for _ in range(PASSES):
-            scorer.stats.extra["positions"] = 0
-            t0 = time.perf_counter()
-            scores = scorer.score(queries)
-            ours.append(time.perf_counter() - t0)
-            seen = _run_v2(python, folder, dataset, work)
-            theirs.append(seen["seconds"])
-        rendered = [scorer.render(q) for q in queries]
+        print(f"completions: {n} ({len(items)} rows); torch threads: {torch.get_num_threads()}; "
+              f"run_v2 with batches of 64, fp32; {args.pairs} alternating pairs")
 
-    same_texts = rendered == seen["texts"]
-    n = len(queries)
-    print(f"completions: {n}; torch threads: {torch.get_num_threads()}; rewardbench run_v2 with batches of 64, fp32")
-    print(f"rlexp scorer       : {n / min(ours):8.1f} items/s  (shared prefixes; passes "
-          f"{', '.join(f'{n / t:.1f}' for t in ours)})")
-    print(f"rewardbench run_v2 : {n / min(theirs):8.1f} items/s  (passes {', '.join(f'{n / t:.1f}' for t in theirs)})")
-    print(f"speed ratio        : {min(theirs) / min(ours):.2f}x (target >= 2.0); per pass pair: "
-          f"{', '.join(f'{r / f:.2f}' for f, r in zip(ours, theirs, strict=True))}")
-    print(f"same texts scored  : {same_texts}")
-    if same_texts:
-        print(f"max |difference|   : {np.max(np.abs(scores - np.array(seen['scores']))):.2e} (target <= 1e-5)")
-    # Both counted where the model runs, one pass each: rlexp's scorer and a hook inside run_v2's pipeline.
-    ours_run, theirs_run = scorer.stats.extra["positions"], seen["positions"]
-    print(f"positions run      : rlexp {ours_run} against run_v2's {theirs_run} ({theirs_run / ours_run:.2f}x fewer)")
+        if args.only in (None, "warm"):
+            scorer = RewardModelScorer.from_pretrained(str(folder), ScorerConfig(batch_size=32, max_length=2048,
+                                                                                  share_prefix=True))
+            scorer.score(queries)  # the warm-up pass, not counted (run_v2's first pass is not counted either)
+            ours, theirs = [], []
+            for _ in range(args.pairs):
+                scorer.stats.extra["positions"] = 0
+                t0 = time.perf_counter()
+                scores = scorer.score(queries)
+                ours.append(time.perf_counter() - t0)
+                seen, _ = _run_v2(python, folder, dataset, work, passes=2)
+                theirs.append(seen["pass_seconds"][-1])
+            rendered = [scorer.render(q) for q in queries]
+            ratios = [t / o for o, t in zip(ours, theirs, strict=True)]
+            print("\nwarm, in one process each (shared prefixes; inference only):")
+            print(f"  rlexp scorer       : {n / np.median(ours):8.1f} items/s  (median; passes "
+                  f"{', '.join(f'{n / t:.1f}' for t in ours)})")
+            print(f"  rewardbench run_v2 : {n / np.median(theirs):8.1f} items/s  (median; passes "
+                  f"{', '.join(f'{n / t:.1f}' for t in theirs)})")
+            print(f"  speed ratio        : {_spread(ratios)}")
+            same_texts = rendered == seen["texts"]
+            print(f"  same texts scored  : {same_texts}")
+            if same_texts:
+                print(f"  max |difference|   : {np.max(np.abs(scores - np.array(seen['scores']))):.2e} (target <= 1e-5)")
+            ours_run, theirs_run = scorer.stats.extra["positions"], seen["positions"]
+            print(f"  positions run      : rlexp {ours_run} against run_v2's {theirs_run} "
+                  f"({theirs_run / ours_run:.2f}x fewer)")
+
+        if args.only in (None, "process"):
+            rows = {"shared prefixes": ([], []), "default path": ([], [])}
+            for _ in range(args.pairs):  # alternating: rlexp (shared), rlexp (default), run_v2
+                mine = {name: _rlexp_evaluate(folder, dataset, work, share_prefix=(name == "shared prefixes"))
+                        for name in rows}
+                seen, wall = _run_v2(python, folder, dataset, work)
+                for name, (scoring, walls) in rows.items():
+                    scoring.append(seen["seconds"] / mine[name][0]["seconds"])
+                    walls.append(wall / mine[name][1])
+            print("\nwhole processes (`rlexp evaluate` against `run_v2.py`, as a user runs them):")
+            for name, (scoring, walls) in rows.items():
+                print(f"  {name:<16}: scoring time {_spread(scoring)}; wall time {_spread(walls)}")
 
 
 if __name__ == "__main__":
