@@ -106,3 +106,23 @@ def test_a_batch_larger_than_one_engine_step_samples_on_cpu(world: Path, rms: di
     _sample(world, *args, "force=true")
     again = [r for r in store.records("sample") if r.info.get("backend") == "vllm" and r.config.get("seed") == 11]
     assert pq.read_table(store.resolve(again[0].artifacts["pool"])).to_pylist() == rows
+
+
+@needs_vllm
+def test_a_big_batch_of_seeded_prompts_does_not_crash_the_cpu_engine(tmp_path: Path) -> None:
+    # 8 prompts of ~620 tokens x 8 samples in one call (39,792 prompt tokens, vLLM's CPU step holds 4,096):
+    # with chunked prefill on, this crashed ("CPU Generator does not use offset", EngineDeadError).
+    from rlexp.models import tiny
+    from tests._tiny_random import random_chat_model
+
+    model, tok = random_chat_model(tiny.TinySpec(
+        arch="llama", chat_format="llama", vocab_size=300, hidden_size=128, num_layers=2, num_heads=2,
+        intermediate_size=256, max_position=1024, corpus="a", pretrain_epochs=0, sft_epochs=0, lr=1e-3,
+        batch_size=4, max_length=128, seed=0))  # head_dim 64: vLLM's CPU attention has no kernel for 16
+    model.save_pretrained(tmp_path / "m")
+    tok.save_pretrained(tmp_path / "m")
+    out = subprocess.run([VLLM_PY, str(REPO / "tests" / "downstream" / "_vllm_big_batch.py"), str(tmp_path / "m")],
+                         env=env_with(VLLM_CPU_KVCACHE_SPACE="1", PYTHONPATH=str(REPO)), capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-2000:]
+    assert "same seed same pool: True" in out.stdout and "dtype: bfloat16" in out.stdout
