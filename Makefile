@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # the machines have two. TEST_WORKERS=0 runs the suite in one process.
 TEST_WORKERS ?= 2
 
-.PHONY: study test setup lint clean vllm-env rewardbench-env
+.PHONY: study test setup lint clean vllm-env rewardbench-env figure
 
 # uv resolves and downloads in parallel: a fresh .venv in ~40 s where pip alone takes ~100 s (2 cores,
 # an empty cache). uv reads no pip.conf, so where it cannot be installed or cannot reach the index, pip
@@ -17,11 +17,11 @@ INSTALLER ?= uv
 PIP := $(PY) -m pip install -q
 ifeq ($(INSTALLER),uv)
 PREPARE := $(PIP) uv || true
-INSTALL := UV_LINK_MODE=copy $(VENV)/bin/uv pip install -q --python $(PY) -e ".[dev,suite]" \
-	|| { echo "uv could not install; installing with pip"; $(PIP) -e ".[dev,suite]"; }
+INSTALL := UV_LINK_MODE=copy $(VENV)/bin/uv pip install -q --python $(PY) -e ".[dev,suite,slurm]" \
+	|| { echo "uv could not install; installing with pip"; $(PIP) -e ".[dev,suite,slurm]"; }
 else
 PREPARE := $(PIP) --upgrade pip
-INSTALL := $(PIP) -e ".[dev,suite]"
+INSTALL := $(PIP) -e ".[dev,suite,slurm]"
 endif
 
 # Reinstall only when the dependency list changes.
@@ -74,7 +74,11 @@ test: $(STAMP)
 	@WANDB_MODE=disabled $(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=15 $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	@$(VENV)/bin/ruff check rlexp tests perf experiments
+	@$(VENV)/bin/ruff check rlexp tests perf experiments scripts
 
 clean:
 	rm -rf runs outputs .cache
+
+# The README's key figure, redrawn from the newest sandbox_study report in the store (after `make study`).
+figure: $(STAMP)
+	@$(PY) scripts/readme_figure.py

@@ -30,7 +30,7 @@ TASKS: dict[str, str] = {
 }
 # Commands that are not Hydra apps.
 COMMANDS: dict[str, str] = {
-    "store": "inspect the run store: `rlexp store ls [--task T]`, `rlexp store show ID`, `rlexp store check [--fix]`",
+    "store": "inspect the run store: `rlexp store ls [--task T] [--where K=V] [--ids]`, `rlexp store show ID`, `rlexp store check [--fix]`",
     "lineage": "tiny model lineages: `rlexp lineage build [NAME]`, `rlexp lineage ls`",
     "judge": "serve an LLM judge for judge.endpoint: `rlexp judge serve MODEL [--host H] [--port P] [vllm args]`",
     "probe": "what sandbox RMs know beyond cues: `rlexp probe RM [RM ...]` (minimal-pair accuracies)",

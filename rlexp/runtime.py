@@ -276,6 +276,21 @@ def _job_failed(task: str, exc: RlexpError, multirun: bool) -> None:
     (out / JOB_ERROR).write_text(one_line(exc) + "\n")
 
 
+def _check_slurm_sweep(task: str) -> None:
+    """A sweep on Hydra's SLURM launcher from a machine that cannot submit is one line (exit 2), not
+    the launcher's traceback once the sweep starts."""
+    args = sys.argv[1:]
+    launcher = next((a.split("=", 1)[1] for a in reversed(args) if a.lstrip("+").startswith("hydra/launcher=")), "")
+    if launcher in ("slurm", "submitit_slurm") and ("-m" in args or "--multirun" in args):
+        from rlexp.slurm_dispatch import check_submission
+
+        try:
+            check_submission(f"hydra/launcher={launcher}")
+        except RlexpError as exc:
+            report_error(task, exc)
+            sys.exit(exc.exit_code)
+
+
 def hydra_entry(task: str, run: Callable[[DictConfig], Any]) -> Callable[[], None]:
     """The entry of a task (``@hydra.main``): user errors, a full disk and Ctrl-C become one line.
 
@@ -310,6 +325,7 @@ def hydra_entry(task: str, run: Callable[[DictConfig], Any]) -> Callable[[], Non
 
     def entry() -> None:
         SweepOutcome.failed = None
+        _check_slurm_sweep(task)
         try:
             _main()
         except KeyboardInterrupt:

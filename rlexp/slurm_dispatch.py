@@ -12,7 +12,7 @@ is still pending or running and waits on that job again, and takes the result of
 meanwhile. A step whose job failed, was cancelled or was forgotten by SLURM is submitted anew.
 
 Each kind of step (the first part of its key: lineage, train_rm, evaluate, sample, bon, ppo) asks for
-``study.resources.<kind>`` (else ``study.resources.default``). A step with more than one GPU runs its
+``study.resources.<kind>``. A step with more than one GPU runs its
 task under ``accelerate launch`` inside its allocation, with the DeepSpeed preset its overrides name.
 """
 
@@ -46,39 +46,41 @@ def kind_of(key: str) -> str:
     return key.split("/", 1)[0]
 
 
-def resources_for(resources: Mapping[str, Any], kind: str) -> Any:
-    return resources.get(kind, resources.get("default"))
-
-
-def _run(command: list[str], what: str) -> str:
+def _run(command: list[str], step: str, what: str) -> str:
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=60)
     except FileNotFoundError:
-        raise ConfigError(f"study.launcher=slurm: `{command[0]}` is not on PATH; run the study where SLURM's "
-                          "commands are (a login node), or study.launcher=local") from None
+        raise ConfigError(f"{what}: `{command[0]}` is not on PATH; run where SLURM's commands are (a login node)") from None
     except subprocess.TimeoutExpired:
-        raise ConfigError(f"study.launcher=slurm: `{' '.join(command)}` did not answer in 60 s ({what})") from None
+        raise ConfigError(f"{what}: `{' '.join(command)}` did not answer in 60 s ({step})") from None
     if proc.returncode != 0:
         last = next((ln for ln in reversed(proc.stderr.splitlines()) if ln.strip()), f"exit code {proc.returncode}")
-        raise ConfigError(f"study.launcher=slurm: cannot reach the SLURM controller ({what}): {last.strip()}")
+        raise ConfigError(f"{what}: cannot reach the SLURM controller ({step}): {last.strip()}")
     return proc.stdout
 
 
-def preflight(resources: Mapping[str, Any], kinds: Sequence[str]) -> None:
-    """One line, before anything is built, when this machine cannot submit the study's jobs: submitit
-    missing, no ``sbatch``, a controller that does not answer, a partition the cluster does not have,
-    or a ``study.resources`` entry for a kind of step the study does not have."""
+def check_submission(what: str = "study.launcher=slurm") -> set[str]:
+    """The cluster's partitions, or one line saying why this machine cannot submit SLURM jobs:
+    submitit missing, SLURM's commands not on PATH, a controller that does not answer."""
     try:
         import submitit  # noqa: F401
     except ImportError:
-        raise ConfigError("study.launcher=slurm needs submitit: pip install -e '.[slurm]'") from None
-    unknown = sorted(set(resources) - {*kinds, "default"})
+        raise ConfigError(f"{what} needs submitit: pip install -e '.[slurm]'") from None
+    for command in ("sbatch", "srun"):
+        if shutil.which(command) is None:
+            raise ConfigError(f"{what}: `{command}` is not on PATH; run where SLURM's commands are (a login node), "
+                              "or launch on this machine (study.launcher=local, hydra/launcher=joblib_cpu)")
+    return {p.strip().rstrip("*") for p in _run(["sinfo", "-h", "-o", "%P"], "sinfo", what).split()}
+
+
+def preflight(resources: Mapping[str, Any], kinds: Sequence[str]) -> None:
+    """One line, before anything is built, when this machine cannot submit the study's jobs
+    (:func:`check_submission`), a partition the cluster does not have, or a ``study.resources`` entry
+    for a kind of step the study does not have."""
+    unknown = sorted(set(resources) - set(kinds))
     if unknown:
-        raise ConfigError(f"study.resources.{unknown[0]}: not a kind of study step (kinds: {', '.join(['default', *kinds])})")
-    if shutil.which("sbatch") is None:
-        raise ConfigError("study.launcher=slurm: `sbatch` is not on PATH; run the study where SLURM's commands "
-                          "are (a login node), or study.launcher=local")
-    partitions = {p.strip().rstrip("*") for p in _run(["sinfo", "-h", "-o", "%P"], "sinfo").split()}
+        raise ConfigError(f"study.resources.{unknown[0]}: not a kind of study step (kinds: {', '.join(kinds)})")
+    partitions = check_submission()
     for kind, res in resources.items():
         if res.partition and res.partition not in partitions:
             raise ConfigError(f"study.resources.{kind}.partition={res.partition}: no such SLURM partition "
@@ -160,7 +162,7 @@ class SlurmDispatcher:
             log.info("study: %s: SLURM job %s of an earlier run found again", key, job.job_id)
             self.found.append(job.job_id)
         else:
-            res = resources_for(self.resources, kind_of(key))
+            res = self.resources[kind_of(key)]
             executor = self.submitit.AutoExecutor(folder=self.logs, cluster="slurm")
             params: dict[str, Any] = {
                 "name": f"rlexp-{payload.task}-{self.identity(payload)[:8]}",

@@ -109,6 +109,31 @@ def env_with(**extra: str) -> dict[str, str]:
     return env
 
 
+def shared_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder every xdist worker of this test run sees (the run's common temp folder)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
+def quick_study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """(root, stdout) of one finished `rlexp study experiment=quick` (local launcher), made once per test
+    run: the whole-study tests compare against it (resume, the SLURM launcher) and must not write to it."""
+    import subprocess
+
+    from filelock import FileLock
+
+    base = shared_temp(tmp_path_factory)
+    root, done = base / "quick_study", base / "quick_study.stdout"
+    with FileLock(str(base / "quick_study.lock")):
+        if not done.is_file():
+            out = subprocess.run(rlexp_cmd("study", "experiment=quick", "logger=none", "progress=false"),
+                                 env=env_with(RLEXP_ROOT=str(root)), capture_output=True, text=True, timeout=1800)
+            assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+            done.write_text(out.stdout)
+    return root, done.read_text()
+
+
 # ---------------------------------------------------------------------------------------------
 # A shared world for the pipeline tests: one sandbox, both tiny lineages and a few reward models,
 # built once per test session in one store (every later use is a cache hit, as for a user).

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The default sandbox study as stage-by-stage sweeps (same records as `rlexp study`).
+# The default sandbox study as stage-by-stage sweeps (the records `rlexp study` writes), on this machine
+# by default: LAUNCHER=joblib|slurm|basic (_launcher.sh); LAUNCHER=slurm with the local cluster of
+# launch/slurm/local-cluster.sh tries the SLURM path on one machine.
 set -euo pipefail
-J="hydra/launcher=joblib hydra.launcher.n_jobs=2 runtime.threads=1 experiment_name=sandbox_study"
-rlexp train_rm -m model=tiny_llama,tiny_qwen data=general,personal,mix,flipped trainer.num_train_epochs=1,2 profile=planner $J
-RMS=$(rlexp store ls --task train_rm | awk 'NR>1 && $1 !~ /record/ {print $1}' | paste -sd, -)
-rlexp evaluate -m rm=$RMS benchmark=both profile=none $J
-rlexp evaluate -m rm=$RMS benchmark=prb profile=planner $J
-rlexp sample -m model=tiny_llama prompts=personalized,general $J
-rlexp bon -m rm=$RMS prompts=personalized,general profile=planner $J
+LAUNCHER=${LAUNCHER:-joblib}
+source "$(dirname "$0")/_launcher.sh"
+X=(experiment_name=sandbox_study "${L[@]}")
+rlexp train_rm -m "${X[@]}" model=tiny_llama,tiny_qwen data=general,personal,mix,flipped trainer.num_train_epochs=1,2 profile=planner
+RMS=$(ids train_rm experiment_name=sandbox_study)
+rlexp evaluate -m "${X[@]}" rm="$RMS" benchmark=both profile=none
+rlexp evaluate -m "${X[@]}" rm="$RMS" benchmark=prb profile=planner
+rlexp sample -m "${X[@]}" model=tiny_llama prompts=personalized,general profile=planner
+rlexp bon -m "${X[@]}" rm="$RMS" model=tiny_llama prompts=personalized,general profile=planner
 rlexp correlate select_experiment=sandbox_study

@@ -1,4 +1,4 @@
-"""`rlexp store ls [--task T]`, `rlexp store show ID` and `rlexp store check [--fix]` (all with
+"""`rlexp store ls [--task T] [--where KEY=VALUE] [--ids]`, `rlexp store show ID` and `rlexp store check [--fix]` (all with
 `--store DIR` before the subcommand)."""
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ def main(args: list[str]) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     ls = sub.add_parser("ls", help="one line per record")
     ls.add_argument("--task", default=None)
+    ls.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                    help="only records whose config has KEY (dotted, e.g. model.name) equal to VALUE; repeatable")
+    ls.add_argument("--ids", action="store_true", help="print the matching ids only, comma-separated (for sweeps)")
     show = sub.add_parser("show", help="print one record as JSON")
     show.add_argument("id", help="record id or unique prefix")
     check = sub.add_parser("check", help="list damaged records (unreadable, artifacts missing or cut short) and "
@@ -39,7 +42,7 @@ def main(args: list[str]) -> int:
     ns = parser.parse_args(args)
     store = Store(ns.store)
     if ns.command == "ls":
-        return _ls(store, ns.task)
+        return _ls(store, ns.task, ns.where, ns.ids)
     if ns.command == "check":
         return check_store(store, ns.fix)
     record = store.find(ns.id)  # an unreadable record file: one line naming it
@@ -53,11 +56,37 @@ def main(args: list[str]) -> int:
     return 0
 
 
-def _ls(store: Store, task: str | None) -> int:
+def _config_value(config: dict, dotted: str) -> str | None:
+    node: object = config
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return str(node).lower() if isinstance(node, bool) else str(node)
+
+
+def _matches(value: str | None, wanted: str) -> bool:
+    """``value == wanted``, as numbers when both are (``trainer.num_train_epochs=1`` matches 1.0)."""
+    if value is None:
+        return False
+    try:
+        return float(value) == float(wanted)
+    except ValueError:
+        return value == wanted
+
+
+def _ls(store: Store, task: str | None, where: list[str], ids: bool) -> int:
     if task is not None and task not in RECORD_TASKS:
         raise StoreError(f"--task {task!r} is not a task; record tasks: {', '.join(RECORD_TASKS)}")
+    bad = next((w for w in where if "=" not in w or not w.split("=", 1)[0]), None)
+    if bad is not None:
+        raise StoreError(f"--where {bad!r}: expected KEY=VALUE, e.g. --where model.name=tiny_llama")
+    tests = [w.split("=", 1) for w in where]
     skipped: list[DamagedRecord] = []
-    rows = list(store.records(task, skipped))
+    rows = [r for r in store.records(task, skipped) if all(_matches(_config_value(r.config, k), v) for k, v in tests)]
+    if ids:
+        print(",".join(r.id for r in rows))
+        return 0
     print(f"{'id':<18} {'task':<10} {'ended':<19} {'secs':>7}  metrics")
     for r in rows:
         ended = dt.datetime.fromtimestamp(float(r.ended)).strftime("%Y-%m-%d %H:%M:%S")

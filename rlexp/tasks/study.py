@@ -25,9 +25,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlexp import inputs
 from rlexp.config import CONF_DIR, check_config
-from rlexp.config.tasks import StudyGrid
+from rlexp.config.tasks import STEP_KINDS, StudyGrid
 from rlexp.errors import ConfigError, RlexpError, StoreError
-from rlexp.job_graph import Job, KindClock, Result, run_jobs, worker_count
+from rlexp.job_graph import Dispatcher, Job, KindClock, Result, run_jobs, worker_count
 from rlexp.runtime import compose_task, hydra_entry, one_line, quote
 from rlexp.scoring.factory import check_gold_judge
 from rlexp.step_ledger import StepLedger
@@ -37,7 +37,6 @@ from rlexp.tasks import correlate
 log = logging.getLogger("rlexp")
 
 MODEL_TASKS = ("train_rm", "sample", "bon", "ppo")  # the tasks whose config holds a lineage (model=...)
-STEP_KINDS = ("lineage", "train_rm", "evaluate", "sample", "bon", "ppo")  # first part of a step's key
 
 
 @dataclass
@@ -182,8 +181,9 @@ class StudyPlan:
     def seeded(self, key: str, seed: int) -> str:
         return key if len(self.seeds) == 1 else f"{key}/s{seed}"
 
-    def run(self, jobs: list[Job]) -> Results:
-        """Run the jobs (see :mod:`rlexp.job_graph`), logging each kind of step as it finishes."""
+    def run(self, jobs: list[Job], where: Dispatcher | None = None) -> Results:
+        """Run the jobs (see :mod:`rlexp.job_graph`), logging each kind of step as it finishes;
+        ``where`` replaces the launcher the config names (perf/study_dispatch_overhead.py)."""
         clock = KindClock(jobs, log, "study")
         checked: set[str] = set()
 
@@ -200,17 +200,19 @@ class StudyPlan:
             clock.finished(key, result)
 
         run = partial(run_step, threads=self.threads)
-        if self.slurm:
+        launcher: int | Dispatcher = self.n_jobs
+        if where is not None:
+            launcher = where
+        elif self.slurm:
             from rlexp.slurm_dispatch import SlurmDispatcher
 
             g = self.grid
-            where: int | SlurmDispatcher = SlurmDispatcher(run, g.resources, g.slurm.folder, StepLedger.key,
-                                                           g.slurm.max_in_flight, g.slurm.poll_s)
-            log.info("study: SLURM, at most %d step(s) in flight, %d torch thread(s) each", where.slots, self.threads)
+            launcher = SlurmDispatcher(run, g.resources, g.slurm.folder, StepLedger.key, g.slurm.max_in_flight,
+                                       g.slurm.poll_s)
+            log.info("study: SLURM, at most %d step(s) in flight, %d torch thread(s) each", launcher.slots, self.threads)
         else:
-            where = self.n_jobs
             log.info("study: %d worker process(es), %d torch thread(s) each", self.n_jobs, self.threads)
-        results = run_jobs(jobs, run, where, decided=decided, started=clock.started, finished=finished)
+        results = run_jobs(jobs, run, launcher, decided=decided, started=clock.started, finished=finished)
         self.ledger.flush()
         for key, result in results.items():
             if key not in clock.done:  # decided in the parent or never run

@@ -60,12 +60,10 @@ def _check_page_one(text: str) -> None:
     assert "## F. Provenance" in appendices and re.search(r"\b[0-9a-f]{16}\b", appendices)
 
 
-def test_quick_study_outputs_and_resume(tmp_path: Path) -> None:
-    # Its own store from nothing: the quick study builds lighter lineages than the shared test world
-    # holds, so it starts at once instead of waiting for that world.
-    first = tmp_path / "uninterrupted"
-    out = _study(first)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+def test_quick_study_outputs_and_resume(quick_study: tuple[Path, str], tmp_path: Path) -> None:
+    # Its own store from nothing (the session's quick study, tests/conftest.py): the quick study builds
+    # lighter lineages than the shared test world holds, so it starts at once instead of waiting for that world.
+    first, stdout = quick_study
     report = _report_dir(first)
     for name in ("report.md", "table.csv", "correlations.csv", "correlations.md", "correlations.tex"):
         assert (report / name).stat().st_size > 0, name
@@ -75,7 +73,7 @@ def test_quick_study_outputs_and_resume(tmp_path: Path) -> None:
         png, pdf = report / f"{fig}.png", report / f"{fig}.pdf"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and mpimg.imread(png).size > 0
         assert pdf.read_bytes()[:4] == b"%PDF"
-    assert "report:" in out.stdout
+    assert "report:" in stdout
     _check_page_one((report / "report.md").read_text())
 
     # Killed twice (while training PPO, which runs first; then while evaluating), resumed each
