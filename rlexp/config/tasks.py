@@ -246,11 +246,15 @@ class PPOPick:
     epochs: float = 1.0
 
 
+# The kinds of study step (the first part of a step's key); `sample` is a Best-of-N or PPO baseline pool.
+STEP_KINDS = ("lineage", "train_rm", "evaluate", "sample", "bon", "ppo")
+
+
 @dataclass
 class StepResources:
-    """What one SLURM job of a kind of study step asks for (``study.resources.<kind>``; kinds: lineage,
-    train_rm, evaluate, sample, bon, ppo, and ``default`` for any kind not listed). A step with more
-    than one GPU runs its task under ``accelerate launch`` inside its allocation."""
+    """What one SLURM job of a kind of study step asks for (``study.resources.<kind>``; the kinds are
+    :data:`STEP_KINDS`). A step with more than one GPU runs its task under ``accelerate launch`` inside
+    its allocation."""
 
     gpus: int = 0
     cpus: int = 1
@@ -315,7 +319,7 @@ class StudyGrid:
     # local: steps run in worker processes here (n_jobs); slurm: each step is a SLURM job (submitit),
     # sized by ``resources``; the parent plans, dispatches and correlates (rlexp/slurm_dispatch.py).
     launcher: Launcher = Launcher.local
-    resources: dict[str, StepResources] = field(default_factory=lambda: {"default": StepResources()})
+    resources: dict[str, StepResources] = field(default_factory=lambda: {k: StepResources() for k in STEP_KINDS})
     slurm: SlurmSettings = field(default_factory=SlurmSettings)
     # Decide steps whose record exists in the parent, from the ledger of steps run before with the
     # same code and configs (rlexp/step_ledger.py); false dispatches every step (as before).
