@@ -16,10 +16,9 @@ RMS=$(ids train_rm experiment_name=paper_prb)${RMS:+,$RMS}
 rlexp evaluate -m "${X[@]}" $(slurm_size 1 4 64) rm="$RMS" benchmark=prb_hub profile=none,raw,planner
 rlexp evaluate -m "${X[@]}" $(slurm_size 1 4 64) rm="$RMS" benchmark=comparison_hub
 
-LAMPQA=(model=$POLICY prompts=lampqa profile=none sampling=reference)
+LAMPQA=(model=$POLICY prompts=lampqa sampling=reference sampling.policy_profile=posts)
 rlexp sample -m "${X[@]}" $(slurm_size 1 4 64) "${LAMPQA[@]}"
-rlexp bon -m "${X[@]}" $(slurm_size 1 4 64) rm="$RMS" "${LAMPQA[@]}" "${JUDGE[@]}"
-rlexp ppo -m "${X[@]}" $(slurm_size 4 24 200) rm="$RMS" model=$POLICY prompts=lampqa profile=none \
-  trainer=ppo_prb_paper "${JUDGE[@]}"
+rlexp bon -m "${X[@]}" $(slurm_size 1 4 64) rm="$RMS" "${LAMPQA[@]}" profile=none "${JUDGE[@]}"
+rlexp ppo -m "${X[@]}" $(slurm_size 4 24 200) rm="$RMS" "${LAMPQA[@]}" profile=none trainer=ppo_prb_paper "${JUDGE[@]}"
 
 rlexp correlate select_experiment=paper_prb

@@ -16,9 +16,9 @@ RMS=$(ids train_rm experiment_name=paper_rb2)
 rlexp evaluate -m "${X[@]}" $(slurm_size 1 4 64) rm="$RMS" benchmark=rb2_hub scorer=rb2_reference profile=none
 
 # The policy's pool on the downstream suite (vLLM), then Best-of-N for every RM.
-SUITE=(model=$POLICY prompts=rb2_suite profile=none sampling=reference sampling.max_new_tokens=2048)
+SUITE=(model=$POLICY prompts=rb2_suite sampling=reference sampling.max_new_tokens=2048)
 rlexp sample -m "${X[@]}" $(slurm_size 1 12 64) "${SUITE[@]}"
-rlexp bon -m "${X[@]}" $(slurm_size 1 4 64) rm="$RMS" "${SUITE[@]}" judge.rm=Skywork/Skywork-Reward-V2-Llama-3.1-8B
+rlexp bon -m "${X[@]}" $(slurm_size 1 4 64) rm="$RMS" "${SUITE[@]}" profile=none judge.rm=Skywork/Skywork-Reward-V2-Llama-3.1-8B
 
 # PPO for the paper's picks: an RM of the policy's lineage and one of another lineage (ZeRO-2, 8 GPUs).
 # Until the Tulu 3 preference-mixture prompts are a prompt set, PPO trains on the suite's own split

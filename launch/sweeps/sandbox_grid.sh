@@ -10,6 +10,6 @@ rlexp train_rm -m "${X[@]}" model=tiny_llama,tiny_qwen data=general,personal,mix
 RMS=$(ids train_rm experiment_name=sandbox_study)
 rlexp evaluate -m "${X[@]}" rm="$RMS" benchmark=both profile=none
 rlexp evaluate -m "${X[@]}" rm="$RMS" benchmark=prb profile=planner
-rlexp sample -m "${X[@]}" model=tiny_llama prompts=personalized,general profile=planner
+rlexp sample -m "${X[@]}" model=tiny_llama prompts=personalized,general
 rlexp bon -m "${X[@]}" rm="$RMS" model=tiny_llama prompts=personalized,general profile=planner
 rlexp correlate select_experiment=sandbox_study
