@@ -29,7 +29,7 @@ from rlexp.config.tasks import STEP_KINDS, StudyGrid
 from rlexp.errors import ConfigError, RlexpError, StoreError
 from rlexp.job_graph import Dispatcher, Job, KindClock, Result, run_jobs, worker_count
 from rlexp.runtime import compose_task, hydra_entry, one_line, quote
-from rlexp.scoring.factory import check_gold_judge
+from rlexp.scoring.factory import check_gold_judge, judge_cache_dir, probe_served_judges
 from rlexp.step_ledger import StepLedger
 from rlexp.store import Record, Store
 from rlexp.tasks import correlate
@@ -150,10 +150,12 @@ class StudyPlan:
                 raise ConfigError(f"study.lineage_overrides.{lineage}: {exc}") from None
         # So does a gold judge that cannot judge a prompt set (an unset judge.model, AlpacaEval without
         # its preference judge), which would otherwise surface after every RM had trained.
+        # And a served judge that is down: probed here, before the first RM trains or pool is sampled.
         for task in ("bon", *(("ppo",) if g.ppo else ())):
             for ps in g.prompt_sets:
                 down = self.config(task, [f"prompts={ps}"])
                 check_gold_judge(down.judge, down.prompts)
+                probe_served_judges(down, judge_cache_dir(down))
         self.threads = int(cfg.runtime.threads)
         self.n_jobs = worker_count(g.n_jobs, "study.n_jobs")
         self.slurm = g.launcher == "slurm"

@@ -206,6 +206,10 @@ def _cases(world: Path, rms: dict[str, str], f: dict[str, Path]) -> list[tuple[s
         ("root a symlink loop", ["env", *none], {"RLEXP_ROOT": str(f["loop"])}, "loop of symbolic links"),
         ("study step value a node refuses", ["study", "experiment=quick", "study.overrides.bon=['sampling.batch_prompts=0']",
                                              *none], {}, "sampling.batch_prompts=0"),
+        # Issue 64: a served judge that is down fails the study before any RM trains or pool is sampled.
+        ("study with its judge down", ["study", "experiment=quick", "study.prompt_sets=[personalized]", "study.ppo=[]",
+                                       "study.overrides.bon=['judge=llm','judge.model=m','judge.endpoint=http://127.0.0.1:9/v1']",
+                                       *none], {}, "127.0.0.1:9"),
         # In a root of its own, where the lineage is not built: the tiny spec's context refuses it first.
         ("generation longer than a tiny context", ["sample", "model=tiny_llama", "sampling.max_new_tokens=5000", *none],
          {"RLEXP_ROOT": str(f["fresh"])}, "sampling.max_new_tokens=5000 does not fit the context of tiny_llama"),
