@@ -176,6 +176,10 @@ class PPOSettings:
     # logits_at_responses): the same logits, less compute and memory with long prompts; the gradients
     # differ by float noise (the output layer's weight gradient sums fewer rows), so other weights.
     response_logits_only: bool = False
+    # The critic's (value model's) own learning rate (verl's critic.optim.lr; PRB: 5e-6 against the actor's
+    # 5e-7). null: one learning rate for both, TRL's default. Set, TRL's one optimizer gets two parameter
+    # groups (policy at learning_rate, value model at this), under the same schedule (rlexp.tasks.ppo).
+    critic_learning_rate: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -189,6 +193,17 @@ class PPOTaskConfig(SampleConfig):
     # Samples per prompt in the initial policy's pool, the baseline of every gain (null: sampling.n).
     # Set to BoN's n, the baseline is BoN's pool: its sampling noise falls at no cost.
     baseline_samples: int | None = None
+    # The evaluation prompt set, apart from the training one (prompts, at prompts.train_split): a name of
+    # conf/prompts/ (e.g. rb2_suite), or a prompts node (a mapping; `preset: <name>` in it is merged under
+    # the rest). null: prompts at prompts.split, the held-out split of the training set. Disjoint from the
+    # training prompts (checked). The baseline is the initial policy's pool of this set (BoN's where shared).
+    eval_prompts: Any = None
+    # Every eval_every PPO updates (and at the end) the policy is sampled and gold-judged on the evaluation
+    # set: the record's metrics.checkpoints curve (gold and gain with CIs per step). 0: at the end only.
+    eval_every: int = 0
+    # Which gain metrics.headline_gain is: `final` (the trained policy's) or `best_checkpoint` (the best
+    # gold over the evaluated checkpoints: RewardBench 2's choice, optimistic, as it selects on the eval set).
+    headline_gain: str = "final"
     trainer: PPOSettings = field(default_factory=PPOSettings)
     peft: PeftConfig = field(default_factory=PeftConfig)
     deepspeed: DeepSpeedConfig = field(default_factory=DeepSpeedConfig)
@@ -200,6 +215,15 @@ class PPOTaskConfig(SampleConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_tiny_context(self, int(self.trainer.response_length), "trainer.response_length")
+        if isinstance(self.eval_every, bool) or not isinstance(self.eval_every, int) or self.eval_every < 0:
+            raise ConfigError(f"eval_every={self.eval_every!r} must be a non-negative integer (0: at the end only)")
+        if self.headline_gain not in ("final", "best_checkpoint"):
+            raise ConfigError(f"headline_gain={self.headline_gain!r} is not one of final, best_checkpoint")
+        if self.headline_gain == "best_checkpoint" and self.eval_every == 0:
+            raise ConfigError("headline_gain=best_checkpoint needs checkpoints to pick from: set eval_every > 0")
+        lr = self.trainer.critic_learning_rate
+        if lr is not None and not lr > 0:
+            raise ConfigError(f"trainer.critic_learning_rate={lr} must be > 0 (or null: the policy's learning_rate)")
 
 
 @dataclass
@@ -321,6 +345,9 @@ class StudyGrid:
     launcher: Launcher = Launcher.local
     resources: dict[str, StepResources] = field(default_factory=lambda: {k: StepResources() for k in STEP_KINDS})
     slurm: SlurmSettings = field(default_factory=SlurmSettings)
+    # Print every step the grid would run, how many of each kind and what each asks of a cluster
+    # (``resources``), then stop: the bill before any GPU work. Nothing is built or probed.
+    dry_run: bool = False
     # Decide steps whose record exists in the parent, from the ledger of steps run before with the
     # same code and configs (rlexp/step_ledger.py); false dispatches every step (as before).
     step_ledger: bool = True

@@ -18,6 +18,7 @@ import importlib
 import logging
 import os
 import traceback
+from collections import Counter
 from dataclasses import dataclass
 from functools import partial
 
@@ -155,11 +156,12 @@ class StudyPlan:
             for ps in g.prompt_sets:
                 down = self.config(task, [f"prompts={ps}"])
                 check_gold_judge(down.judge, down.prompts)
-                probe_served_judges(down, judge_cache_dir(down))
+                if not g.dry_run:
+                    probe_served_judges(down, judge_cache_dir(down))
         self.threads = int(cfg.runtime.threads)
         self.n_jobs = worker_count(g.n_jobs, "study.n_jobs")
         self.slurm = g.launcher == "slurm"
-        if self.slurm:
+        if self.slurm and not g.dry_run:
             from rlexp import slurm_dispatch
 
             slurm_dispatch.preflight(g.resources, STEP_KINDS)
@@ -375,11 +377,34 @@ def check_steps(jobs: list[Job]) -> None:
             check_config(step.config())
 
 
-def run(cfg: DictConfig) -> Record:
-    """Run (or resume) the grid, then correlate what finished."""
+def print_plan(plan: StudyPlan, jobs: list[Job]) -> None:
+    """The bill before any work: every kind of step, how many, and what each asks of a cluster
+    (``study.resources``; GPU-hours at each job's time limit, so an upper bound)."""
+    counts = Counter(KindClock.kind(j.key) for j in jobs)
+    g = plan.grid
+    print(f"rlexp study (plan only, study.dry_run=true): {len(jobs) + 1} steps, launcher {g.launcher}")
+    print(f"{'kind':<10} {'steps':>6} {'gpus':>5} {'cpus':>5} {'mem GB':>7} {'hours':>6} {'GPU-hours':>10}")
+    total = 0.0
+    for kind in STEP_KINDS:
+        if not counts[kind]:
+            continue
+        res = g.resources[kind]
+        gpu_hours = counts[kind] * int(res.gpus) * int(res.time_min) / 60
+        total += gpu_hours
+        print(f"{kind:<10} {counts[kind]:>6} {int(res.gpus):>5} {int(res.cpus):>5} {float(res.mem_gb):>7g} "
+              f"{int(res.time_min) / 60:>6.1f} {gpu_hours:>10.0f}")
+    print(f"{'correlate':<10} {1:>6}  (in the study's own process)")
+    print(f"at most {total:.0f} GPU-hours (each job at its time limit); nothing was run")
+
+
+def run(cfg: DictConfig) -> Record | None:
+    """Run (or resume) the grid, then correlate what finished; with ``study.dry_run`` only print the plan."""
     plan = StudyPlan(cfg)
     jobs = study_jobs(plan)
     check_steps(jobs)  # before anything is built
+    if plan.grid.dry_run:
+        print_plan(plan, jobs)
+        return None
     # The sandbox once, in this process, before parallel jobs race to build it.
     inputs.sandbox_world(plan.config("data", []))
     known = {j.key for j in jobs}
