@@ -16,7 +16,8 @@ This package's namespace is the public entry point; the modules behind it:
 * :mod:`~rlexp.data.loaders.validation` - row validation shared by every record kind;
 * :mod:`~rlexp.data.loaders.rewardbench2`, :mod:`~rlexp.data.loaders.personalized_rewardbench`,
   :mod:`~rlexp.data.loaders.preference_pairs`, :mod:`~rlexp.data.loaders.prompt_sets`,
-  :mod:`~rlexp.data.loaders.lampqa`, :mod:`~rlexp.data.loaders.user_pairs` (Chatbot Arena- and
+  :mod:`~rlexp.data.loaders.lampqa`, :mod:`~rlexp.data.loaders.tulu3_prefs` (the Tulu 3 preference mixture's
+  prompts), :mod:`~rlexp.data.loaders.user_pairs` (Chatbot Arena- and
   PRISM-Personalized, PRISM's survey) - one loader per record kind;
 * :mod:`~rlexp.data.loaders.domains` - datasets with one config per domain (PRB, LaMP-QA);
 * :mod:`~rlexp.data.loaders.by_kind` - :func:`load_records`, the loader picked by kind name, and
@@ -31,6 +32,7 @@ from rlexp.data.loaders.personalized_rewardbench import load_prb
 from rlexp.data.loaders.preference_pairs import load_pairs
 from rlexp.data.loaders.prompt_sets import PROMPT_KINDS, load_prompts
 from rlexp.data.loaders.rewardbench2 import load_rb2
+from rlexp.data.loaders.tulu3_prefs import TULU3_PREFS_HUB_ID, load_tulu3_prefs
 from rlexp.data.loaders.sources import DATA_SUFFIXES, SourceRef, resolve_source
 from rlexp.data.loaders.user_pairs import (
     ARENA_HUB_ID,
@@ -49,6 +51,7 @@ __all__ = [
     "PRISM_HUB_ID",
     "PRISM_SURVEY_HUB_ID",
     "PROMPT_KINDS",
+    "TULU3_PREFS_HUB_ID",
     "SourceRef",
     "load_lampqa",
     "load_pairs",
@@ -57,6 +60,7 @@ __all__ = [
     "load_prompt_set",
     "load_prompts",
     "load_rb2",
+    "load_tulu3_prefs",
     "load_records",
     "load_user_pairs",
     "resolve_source",

@@ -12,6 +12,7 @@ from rlexp.data.loaders.personalized_rewardbench import load_prb
 from rlexp.data.loaders.preference_pairs import load_pairs
 from rlexp.data.loaders.prompt_sets import load_prompts
 from rlexp.data.loaders.rewardbench2 import load_rb2
+from rlexp.data.loaders.tulu3_prefs import load_tulu3_prefs
 from rlexp.data.loaders.user_pairs import load_user_pairs
 from rlexp.data.schemas import PromptItem
 from rlexp.errors import ConfigError
@@ -34,8 +35,9 @@ def load_records(kind: str, source: str | os.PathLike[str], **kwargs: Any) -> li
     return loader(source, **kwargs)
 
 
-PROMPT_FORMATS: tuple[str, ...] = ("rlexp", "lampqa")
-"""``prompts.format`` values: rlexp's own prompt files (:func:`load_prompts`) or LaMP-QA rows (:func:`load_lampqa`)."""
+PROMPT_FORMATS: tuple[str, ...] = ("rlexp", "lampqa", "tulu3_prefs")
+"""``prompts.format`` values: rlexp's own prompt files (:func:`load_prompts`), LaMP-QA rows (:func:`load_lampqa`)
+or the Tulu 3 preference mixture's prompts (:func:`load_tulu3_prefs`)."""
 
 
 def load_prompt_set(
@@ -50,6 +52,8 @@ def load_prompt_set(
     limit = settings.get("limit")
     if fmt == "rlexp":
         return load_prompts(source, split=split, limit=limit), f"{source_id or source}:{split}"
+    if fmt == "tulu3_prefs":
+        return load_tulu3_prefs(source, split=split, limit=limit), f"tulu3_prefs:{source_id or source}:{split}:limit={limit}"
     if fmt != "lampqa":
         raise ConfigError(f"unknown prompts.format {fmt!r}; valid: {', '.join(PROMPT_FORMATS)}")
     domains = settings.get("domains")

@@ -21,6 +21,7 @@ _KIND_NAMES = {
     "pairs": ("preference-pair", "load_pairs"),
     "prompts": ("prompt-set", "load_prompts"),
     "lampqa": ("LaMP-QA", "load_lampqa"),
+    "tulu3_prefs": ("Tulu 3 preference-mixture", "load_tulu3_prefs"),
     "user_pairs": ("Chatbot Arena-/PRISM-Personalized", "load_user_pairs"),
 }
 
