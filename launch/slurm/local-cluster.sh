@@ -30,8 +30,12 @@ install() {
     && command -v sbatch >/dev/null && return
   [ "$(id -u)" = 0 ] || die "SLURM is not installed and installing it needs root"
   command -v apt-get >/dev/null || die "SLURM is not installed and there is no apt-get to install it"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-    slurmctld slurmd slurm-client munge >/dev/null || die "apt-get install slurmctld slurmd slurm-client munge failed"
+  local packages=(slurmctld slurmd slurm-client munge)
+  # A machine whose package lists were never fetched needs `apt-get update` first.
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${packages[@]}" >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null 2>&1 \
+         && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${packages[@]}" >/dev/null; } \
+    || die "apt-get install ${packages[*]} failed"
 }
 
 write_sacct() {
@@ -100,6 +104,9 @@ running() { pgrep -x "$1" >/dev/null; }
 
 start() {
   [ "$(id -u)" = 0 ] || die "starting the local cluster needs root (daemons and /etc/slurm)"
+  # Two starts at once (parallel test workers) take turns: one installs and starts, the other finds it up.
+  exec 9>/var/lock/rlexp-local-cluster.lock
+  flock 9
   install
   configure
   running munged || runuser -u munge -- /usr/sbin/munged || die "munged did not start"
