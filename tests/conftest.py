@@ -123,9 +123,13 @@ def quick_study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
     from filelock import FileLock
 
-    base = shared_temp(tmp_path_factory)
-    root, done = base / "quick_study", base / "quick_study.stdout"
-    with FileLock(str(base / "quick_study.lock")):
+    # RLEXP_TEST_QUICK_STUDY=/some/dir keeps it between local test runs (never set in CI); its stdout
+    # is kept beside it in /some/dir.stdout.
+    kept = os.environ.get("RLEXP_TEST_QUICK_STUDY")
+    base = Path(kept).parent if kept else shared_temp(tmp_path_factory)
+    root = Path(kept) if kept else base / "quick_study"
+    done = root.with_name(root.name + ".stdout")
+    with FileLock(str(root.with_name(root.name + ".lock"))):
         if not done.is_file():
             out = subprocess.run(rlexp_cmd("study", "experiment=quick", "logger=none", "progress=false"),
                                  env=env_with(RLEXP_ROOT=str(root)), capture_output=True, text=True, timeout=1800)
