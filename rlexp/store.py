@@ -70,6 +70,9 @@ HASH_NEUTRAL: dict[tuple[str, str], Any] = {
     ("sampling", "policy_profile"): "posts",  # every older pool showed the policy the posts
     ("sampling", "draw"): "full",  # every older pool drew from transformers' multinomial
     ("trainer", "response_logits_only"): False,  # every older PPO run computed the logits of every position
+    # PPO evaluated at the end only, the final policy's gain the headline (every older PPO run).
+    ("", "eval_every"): 0,
+    ("", "headline_gain"): "final",
     # LaMP-QA prompt sets; every older prompt set is in rlexp's format. A None default drops the key
     # whatever its value: domains and retriever_model are in the prompt set's id (an input of the pool).
     ("prompts", "format"): "rlexp",
@@ -106,7 +109,10 @@ HASH_PRESENCE: frozenset[tuple[str, str]] = frozenset({("judge", "endpoint")})
 # benchmarks; an evaluation without them keeps its id).
 # A key at the config's top level is named with the node "".
 HASH_UNLESS_NULL: frozenset[tuple[str, str]] = frozenset({("benchmark", "arena"), ("benchmark", "prism"),
-                                                          ("", "baseline_samples")})
+                                                          ("", "baseline_samples"),
+                                                          # PPO: null is the held-out split of the training set
+                                                          # (every older run) and one learning rate for both
+                                                          ("", "eval_prompts"), ("trainer", "critic_learning_rate")})
 
 
 def _drop_neutral(obj: Any, parent: str | None = None) -> Any:

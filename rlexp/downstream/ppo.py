@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
@@ -238,6 +238,61 @@ def ppo_config(out: str, settings: dict[str, Any]) -> Any:
         raise ConfigError(f"invalid PPO settings: {' '.join(str(exc).split())[:300]}") from None
 
 
+def _trainer_class(critic_learning_rate: float | None) -> Any:
+    """TRL's PPOTrainer, or (``critic_learning_rate`` set) one whose single optimizer has two parameter groups.
+
+    TRL 1.12 trains the policy and the value model as one module (``PolicyAndValueWrapper``: ``policy`` and
+    ``value_model``) with one optimizer built by ``Trainer.create_optimizer``, at ``args.learning_rate``.
+    verl trains the critic with its own optimizer and learning rate; the closest TRL allows is the same
+    optimizer (AdamW, same betas, epsilon, weight decay and schedule) with the value model's parameters in
+    their own groups at ``critic_learning_rate``. The linear schedule scales each group's rate alike.
+    """
+    from trl.experimental.ppo import PPOTrainer
+
+    if critic_learning_rate is None:
+        return PPOTrainer
+
+    class TwoRatePPOTrainer(PPOTrainer):
+        def create_optimizer(self, model: Any = None) -> Any:
+            if self.optimizer is not None:
+                return self.optimizer
+            opt_model = self.model if model is None else model
+            decay = set(self.get_decay_parameter_names(opt_model))
+            groups = []
+            for is_policy, lr in ((True, self.args.learning_rate), (False, critic_learning_rate)):
+                for decayed in (True, False):
+                    params = [p for n, p in opt_model.named_parameters()
+                              if p.requires_grad and n.startswith("policy.") == is_policy and (n in decay) == decayed]
+                    if params:
+                        groups.append({"params": params, "lr": lr,
+                                       "weight_decay": self.args.weight_decay if decayed else 0.0})
+            optimizer_cls, optimizer_kwargs = self.get_optimizer_cls_and_kwargs(self.args, opt_model)
+            self.optimizer = optimizer_cls(groups, **optimizer_kwargs)
+            return self.optimizer
+
+    return TwoRatePPOTrainer
+
+
+def _step_callback(on_step: Callable[[int, Any], None]) -> Any:
+    """A TrainerCallback that calls ``on_step(global_step, trainer)`` after every PPO update (the trainer is
+    set on it once built): rlexp's evaluation at checkpoints."""
+    from transformers import TrainerCallback
+
+    class StepCallback(TrainerCallback):
+        trainer: Any = None
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **_: Any) -> Any:
+            on_step(int(state.global_step), self.trainer)
+            return control
+
+    return StepCallback()
+
+
+def unwrapped_policy(trainer: Any) -> Any:
+    """The policy module inside a running PPOTrainer (under DeepSpeed ZeRO-2 every rank holds it whole)."""
+    return trainer.accelerator.unwrap_model(trainer.model).policy
+
+
 def train_ppo(
     *,
     args: Any,
@@ -250,14 +305,20 @@ def train_ppo(
     peft_config: Any = None,
     callbacks: list[Any] | None = None,
     response_logits_only: bool = False,
+    critic_learning_rate: float | None = None,
+    on_step: Callable[[int, Any], None] | None = None,
 ) -> tuple[Any, Any, dict[str, Any], dict[str, list[float]]]:
     """Run TRL's PPOTrainer (``response_logits_only``: inside :func:`logits_at_responses`).
 
-    Returns (trained policy, trained value model, final metrics, per-update curves of
+    ``critic_learning_rate``: the value model's own learning rate (:func:`_trainer_class`); ``on_step``:
+    called as ``on_step(global_step, trainer)`` after every update (:func:`unwrapped_policy` reads the
+    policy). Returns (trained policy, trained value model, final metrics, per-update curves of
     :data:`CURVE_KEYS`). The curves show at a glance whether a run learned or collapsed: a falling
     ``objective/entropy`` with a flat ``objective/scores`` is a policy that has stopped exploring.
     """
-    from trl.experimental.ppo import PPOTrainer
+    PPOTrainer = _trainer_class(critic_learning_rate)  # noqa: N806 - a class
+    step_callback = _step_callback(on_step) if on_step is not None else None
+    callbacks = [*(callbacks or []), *([step_callback] if step_callback is not None else [])] or None
 
     try:
         trainer = PPOTrainer(
@@ -273,6 +334,8 @@ def train_ppo(
         )
     except ValueError as exc:
         raise ConfigError(f"PPO: {' '.join(str(exc).split())[:300]}") from None
+    if step_callback is not None:
+        step_callback.trainer = trainer
     drop_log_printer(trainer)
     _drop_banner(trainer.accelerator)
     tail = logits_at_responses(int(args.response_length)) if response_logits_only else nullcontext()

@@ -6,17 +6,32 @@ pools are judged by the gold judge. The initial policy's pool is the cached one 
 baseline is computed once per (policy, prompt set). ``rm`` is any reward: an RM of the policy's
 lineage, an RM of another lineage, or ``judge:rubric`` / ``judge:verifier`` (an upper bound).
 
+``eval_prompts`` evaluates on another prompt set than the one trained on (RewardBench 2: Tulu 3
+preference-mixture prompts for training, its downstream suite for evaluation); it must be disjoint from
+the training prompts. ``eval_every`` evaluates the policy every so many updates as well: each checkpoint
+is saved, sampled and gold-judged like the final policy, and ``metrics.checkpoints`` is the gold curve
+over steps with CIs; ``metrics.gain`` stays the final policy's, ``metrics.gain_best_checkpoint`` is the
+best checkpoint's (optimistic: picked on the evaluation set) and ``metrics.headline_gain`` says which
+one ``headline_gain`` chose.
+
 TRL 1.12's PPOTrainer cannot resume from a checkpoint: a killed run leaves no record and a rerun
-restarts cleanly (its scratch folder is cleared). ``trainer.save_steps`` still writes periodic
-policy checkpoints for inspection.
+restarts cleanly (its scratch folder is cleared). Its finished evaluations are kept: each checkpoint's
+pool and gold scores are records of their own (found again by a rerun, whose seeded training saves the
+same checkpoint at the same store path), and ``checkpoints.jsonl`` in the run's artifact folder lists the
+evaluated points as they finish. ``trainer.save_steps`` still writes periodic policy checkpoints for
+inspection.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import os
+import random
 import shutil
 import time
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,6 +41,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlexp import inputs
 from rlexp.analysis.bootstrap import bootstrap_ci
+from rlexp.config import CONF_DIR
+from rlexp.config.nodes import PromptsConfig
 from rlexp.downstream import ppo as adapter
 from rlexp.downstream.prompt_groups import gains_by_group
 from rlexp.errors import ConfigError
@@ -40,7 +57,8 @@ from rlexp.models.reward_training import deepspeed_env, lora_config
 from rlexp.runtime import RunContext, execute, hydra_entry
 from rlexp.scorer import Scorer
 from rlexp.scoring.factory import check_gold_judge, judge_cache_dir, judge_key, probe_served_judges
-from rlexp.store import Record
+from rlexp.store import Record, content_hash
+from rlexp.tasks.bon import suite_weights
 
 
 def _validate(cfg: DictConfig) -> None:
@@ -59,6 +77,84 @@ def _validate(cfg: DictConfig) -> None:
         raise ConfigError(f"trainer.total_episodes={t.total_episodes} is smaller than one batch ({batch})")
     if cfg.baseline_samples is not None and cfg.baseline_samples < 1:
         raise ConfigError(f"baseline_samples={cfg.baseline_samples} must be >= 1 (or null: sampling.n)")
+    if cfg.get("eval_every", 0) and cfg.algorithm != "ppo":
+        raise ConfigError(f"eval_every={cfg.eval_every}: evaluation at checkpoints is for algorithm=ppo only "
+                          f"(got {cfg.algorithm}); set eval_every=0")
+    if cfg.get("eval_every", 0) and cfg.peft.enabled:
+        raise ConfigError("eval_every with peft: a checkpoint is sampled from a merged copy of the policy, which "
+                          "rlexp does not make mid-training; set eval_every=0 or peft=none")
+    if cfg.trainer.get("critic_learning_rate") is not None and cfg.algorithm != "ppo":
+        raise ConfigError("trainer.critic_learning_rate: only PPO trains a critic; set it to null")
+
+
+def eval_config(cfg: DictConfig) -> DictConfig:
+    """``cfg`` with ``prompts`` replaced by the evaluation prompt set (``cfg`` itself when ``eval_prompts`` is null).
+
+    ``eval_prompts`` is a name of conf/prompts/ or a prompts node (a mapping; its ``preset`` key, if any,
+    names the conf/prompts/ file merged under the rest). Everything that samples or judges the evaluation
+    set (the baseline pool, the trained policy's pools, the gold judge) reads the returned config, so a
+    baseline with BoN's settings on that set is BoN's pool.
+    """
+    ref = cfg.get("eval_prompts")
+    if ref is None:
+        return cfg
+    if isinstance(ref, str):
+        preset, rest = ref, {}
+    elif isinstance(ref, (Mapping, DictConfig)):
+        rest = OmegaConf.to_container(ref, resolve=False) if isinstance(ref, DictConfig) else dict(ref)
+        preset = rest.pop("preset", None)
+    else:
+        raise ConfigError(f"eval_prompts={ref!r}: give a name of conf/prompts/ or a prompts node (or null)")
+    node = OmegaConf.structured(PromptsConfig)
+    if preset is not None:
+        path = CONF_DIR / "prompts" / f"{preset}.yaml"
+        if not path.is_file():
+            names = ", ".join(sorted(p.stem for p in (CONF_DIR / "prompts").glob("*.yaml")))
+            raise ConfigError(f"eval_prompts={preset!r} is not a prompt set of conf/prompts/; valid: {names}")
+        node = OmegaConf.merge(node, OmegaConf.load(path))
+    try:
+        node = OmegaConf.merge(node, rest)
+    except Exception as exc:  # noqa: BLE001 - an unknown key or a bad type: one line naming the setting
+        raise ConfigError(f"eval_prompts: {' '.join(str(exc).split())[:300]}") from None
+    out = copy.deepcopy(cfg)
+    out.prompts = node
+    return out
+
+
+def _prompt_key(p: Any) -> tuple[str, tuple[str, ...]]:
+    """What makes two prompts the same prompt whatever their ids: the normalised text and the user's posts."""
+    norm = lambda text: " ".join(str(text).split()).lower()  # noqa: E731
+    return norm(p.prompt), tuple(norm(post.text) for post in p.profile)
+
+
+def disjoint_train_prompts(cfg: DictConfig, train: list[Any], train_id: str, evals: list[Any]
+                           ) -> tuple[list[Any], str, dict[str, Any]]:
+    """The training prompts, disjoint from the evaluation prompts, and their id.
+
+    Evaluating on the training set's own held-out split (``eval_prompts`` null), that split must be another
+    split and share no prompt id with it (a shared one is a leak in the data: an error). Evaluating on
+    another prompt set, training prompts whose text (and user posts) equal an evaluation prompt's are left
+    out of training (exact matches only, after collapsing whitespace and case: no n-gram decontamination),
+    counted in the returned info; the id then names what was left out.
+    """
+    if cfg.get("eval_prompts") is None:
+        if cfg.prompts.split == cfg.prompts.train_split:
+            raise ConfigError(f"prompts={cfg.prompts.name}: the evaluation split {cfg.prompts.split!r} is the training "
+                              "split; evaluate on another prompt set (eval_prompts=<name of conf/prompts/>)")
+        ids = {p.prompt_id for p in evals}
+        shared = [p.prompt_id for p in train if p.prompt_id in ids]
+        if shared:
+            raise ConfigError(f"prompts={cfg.prompts.name}: {len(shared)} prompt(s) are in both the "
+                              f"{cfg.prompts.train_split!r} and the {cfg.prompts.split!r} split (first: {shared[0]!r})")
+        return train, train_id, {}
+    keys = {_prompt_key(p) for p in evals}
+    kept = [p for p in train if _prompt_key(p) not in keys]
+    dropped = [p.prompt_id for p in train if _prompt_key(p) in keys]
+    assert not {_prompt_key(p) for p in kept} & keys  # noqa: S101 - the invariant the records rely on
+    if not dropped:
+        return train, train_id, {"train_prompts_excluded": 0}
+    return kept, f"{train_id}-minus-{content_hash(sorted(dropped))}", {
+        "train_prompts_excluded": len(dropped), "train_prompts_excluded_ids": dropped[:20]}
 
 
 def _check_train_size(cfg: DictConfig, n_prompts: int) -> None:
@@ -85,6 +181,7 @@ def _settings(cfg: DictConfig, report_to: str, bf16: bool, use_cpu: bool) -> dic
     extra = t.pop("extra") or {}
     t.pop("bf16")
     t.pop("response_logits_only")  # rlexp's, not TRL's: train_ppo applies it
+    t.pop("critic_learning_rate", None)  # rlexp's: train_ppo gives the value model its own parameter groups
     save_steps = t.pop("save_steps")
     out = {
         **t,
@@ -165,6 +262,8 @@ def _train_ppo(ctx: RunContext, cfg: DictConfig, models: dict[str, Any], reward:
         args=args, tokenizer=tokenizer, policy=policy, ref_policy=ref_policy, value_model=value,
         reward_model=reward_model, dataset=dataset, peft_config=peft,
         response_logits_only=bool(cfg.trainer.response_logits_only),
+        critic_learning_rate=cfg.trainer.get("critic_learning_rate"),
+        on_step=flags.get("on_step"),
     )
     value_trained.save_pretrained(ctx.work_dir / "value", safe_serialization=True)
     ctx.add_artifact("value", ctx.work_dir / "value")
@@ -183,7 +282,7 @@ def _train_ppo(ctx: RunContext, cfg: DictConfig, models: dict[str, Any], reward:
 
 
 def _train(ctx: RunContext, cfg: DictConfig, policy_path: str, reward: Scorer, train_prompts: list[Any],
-           same_lineage: bool) -> tuple[Any, Any, dict[str, Any]]:
+           same_lineage: bool, on_step: Any = None) -> tuple[Any, Any, dict[str, Any]]:
     """Load the policy and train it with the configured algorithm; returns (policy, tokenizer, metrics)."""
     import torch  # lazily, like every torch import in tasks: a bad override fails before paying for it
     from transformers import set_seed
@@ -199,6 +298,7 @@ def _train(ctx: RunContext, cfg: DictConfig, policy_path: str, reward: Scorer, t
         "bf16": (not use_cpu) if cfg.trainer.bf16 == "auto" else str(cfg.trainer.bf16).lower() == "true",
         "report_to": "wandb" if ctx.tracker.run is not None else "none",
         "same_lineage": same_lineage,
+        "on_step": on_step,
     }
     tokenizer = load_tokenizer(policy_path, padding_side="left")
     if not getattr(tokenizer, "chat_template", None):
@@ -243,11 +343,115 @@ def _judge_pools(cfg: DictConfig, before: Record, after: Record, prompts: list[A
     }
 
 
-def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str, reward: Scorer, rm_id: str,
-         rm_lineage: str | None, train_prompts: list[Any], before: Record) -> dict[str, Any]:
+class CheckpointEvaluator:
+    """Evaluates the policy every ``cfg.eval_every`` PPO updates on the evaluation set (``ecfg.prompts``).
+
+    At each such update the policy is saved under ``checkpoints/step-<n>`` in the run's folder, sampled
+    exactly like the final policy (a pool record named by that store path) and gold-judged (a pool-scores
+    record); the point goes to ``checkpoints.jsonl`` at once, so a killed run keeps its finished
+    evaluations. The random states (torch, CUDA, numpy, random) are restored after each evaluation: the
+    training draws what it would have drawn without it. Only the best checkpoint's weights are kept
+    (``best_checkpoint``); the others are deleted once judged. Under several ranks the main process
+    evaluates while the others wait at a barrier.
+    """
+
+    def __init__(self, ctx: RunContext, ecfg: DictConfig, gold_before: np.ndarray, weights: np.ndarray | None,
+                 tokenizer_path: str) -> None:
+        self.ctx, self.ecfg, self.gold_before, self.weights = ctx, ecfg, gold_before, weights
+        self.tokenizer_path = tokenizer_path
+        self.points: list[dict[str, Any]] = []
+        self.best: tuple[float, Path] | None = None
+        self.log = ctx.work_dir / "checkpoints.jsonl"
+        self.log.unlink(missing_ok=True)
+        shutil.rmtree(ctx.work_dir / "checkpoints", ignore_errors=True)
+
+    def __call__(self, step: int, trainer: Any) -> None:
+        every = int(self.ecfg.eval_every)
+        if step % every or step >= int(trainer.state.max_steps):  # the last update: the final evaluation's
+            return
+        accelerator = trainer.accelerator
+        if accelerator.is_main_process:
+            self._evaluate(step, adapter.unwrapped_policy(trainer))
+        accelerator.wait_for_everyone()
+
+    def _evaluate(self, step: int, policy: Any) -> None:
+        import torch
+
+        states = (torch.random.get_rng_state(), torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                  np.random.get_state(), random.getstate())
+        folder = self.ctx.work_dir / "checkpoints" / f"step-{step:06d}"
+        try:
+            policy.save_pretrained(folder, safe_serialization=True)
+            load_tokenizer(self.tokenizer_path, padding_side="left").save_pretrained(folder)
+            pool, prompts = _eval_pool(self.ecfg, f"{inputs.STORE_PREFIX}{self.ctx.store.relative(folder)}")
+            gold = _gold_means(self.ecfg, pool, prompts)
+            self.add(step, gold, pool.id)
+        finally:
+            torch.random.set_rng_state(states[0])
+            if states[1] is not None:
+                torch.cuda.set_rng_state_all(states[1])
+            np.random.set_state(states[2])
+            random.setstate(states[3])
+        if self.best is None or self.points[-1]["gold"] > self.best[0]:
+            if self.best is not None:
+                shutil.rmtree(self.best[1], ignore_errors=True)
+            self.best = (self.points[-1]["gold"], folder)
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def add(self, step: int, gold: np.ndarray, pool_id: str) -> dict[str, Any]:
+        point = curve_point(step, gold, self.gold_before, self.weights, self.ecfg, pool_id)
+        self.points.append(point)
+        with self.log.open("a") as f:
+            f.write(json.dumps(point) + "\n")
+        return point
+
+
+def curve_point(step: int, gold: np.ndarray, gold_before: np.ndarray, weights: np.ndarray | None, cfg: DictConfig,
+                pool_id: str) -> dict[str, Any]:
+    """One point of the gold curve: the policy's mean gold on the evaluation set and its gain over the initial
+    policy, each with its bootstrap 95% CI over prompts (a suite: weighted to the mean over tasks)."""
+    w = np.ones(len(gold)) if weights is None else weights
+    g, d = gold * w, (gold - gold_before) * w
+    return {"step": int(step), "gold": float(g.mean()), "gold_ci": list(bootstrap_ci(g, n_boot=cfg.n_boot, seed=cfg.seed)),
+            "gain": float(d.mean()), "gain_ci": list(bootstrap_ci(d, n_boot=cfg.n_boot, seed=cfg.seed)), "pool": pool_id}
+
+
+def _gold_means(cfg: DictConfig, pool: Record, prompts: list[Any]) -> np.ndarray:
+    """Per-prompt mean gold of a pool of the evaluation prompts (cached pool-scores record, as the baseline's)."""
+    kind = prompts[0].kind if prompts else str(cfg.prompts.name)
+    scores, _ = inputs.pool_scores(cfg, pool_record=pool, prompts=prompts, scorer_key=judge_key(cfg.judge, kind, cfg.prompts),
+                                   make_scorer=lambda: inputs.gold_judge(cfg, kind), role="gold")
+    return scores.mean(axis=1)
+
+
+def _checkpoint_metrics(cfg: DictConfig, points: list[dict[str, Any]], final: dict[str, Any]) -> dict[str, Any]:
+    """The curve, the best checkpoint's gain (optimistic: chosen on the evaluation set) and the headline gain."""
+    trained = [p for p in points if p["step"] > 0]
+    best = max(trained, key=lambda p: p["gold"])  # the first of equals: the earliest
+    out = {"checkpoints": points, "eval_every": int(cfg.eval_every), "best_checkpoint_step": best["step"],
+           "gain_best_checkpoint": best["gain"], "gain_best_checkpoint_ci": best["gain_ci"],
+           "gold_best_checkpoint": best["gold"]}
+    pick = best if cfg.headline_gain == "best_checkpoint" else final
+    out["headline_gain"] = {"which": str(cfg.headline_gain), "step": pick["step"], "gain": pick["gain"],
+                            "gain_ci": pick["gain_ci"],
+                            "note": "best checkpoint: picked on the evaluation set, optimistic"
+                            if cfg.headline_gain == "best_checkpoint" else "the final policy"}
+    return out
+
+
+def _ppo(ctx: RunContext, cfg: DictConfig, ecfg: DictConfig, policy_path: str, policy_lineage: str, reward: Scorer,
+         rm_id: str, rm_lineage: str | None, train_prompts: list[Any], before: Record,
+         split_info: dict[str, Any]) -> dict[str, Any]:
     t0 = time.time()
     same_lineage = rm_lineage is not None and rm_lineage == policy_lineage
-    trained, tokenizer, train_metrics = _train(ctx, cfg, policy_path, reward, train_prompts, same_lineage)
+    evaluator = None
+    if cfg.eval_every:
+        base_prompts = inputs.prompt_set(inputs.sample_config(ecfg))[0]
+        gold_before = _gold_means(ecfg, before, base_prompts)
+        evaluator = CheckpointEvaluator(ctx, ecfg, gold_before, suite_weights(base_prompts), policy_path)
+        evaluator.add(0, gold_before, before.id)
+    trained, tokenizer, train_metrics = _train(ctx, cfg, policy_path, reward, train_prompts, same_lineage, evaluator)
     train_seconds = time.time() - t0
     out = ctx.work_dir / "policy"
     trained.save_pretrained(out, safe_serialization=True)
@@ -256,54 +460,85 @@ def _ppo(ctx: RunContext, cfg: DictConfig, policy_path: str, policy_lineage: str
     ctx.add_artifact("policy", out)
     ctx.tracker.artifact(f"policy-{ctx.rid}", "model", out)
 
-    # Evaluation: the trained policy's pool on the held-out prompts, judged like the baseline's.
-    after, prompts = _eval_pool(cfg, f"{inputs.STORE_PREFIX}{ctx.store.relative(out)}")
-    judged = _judge_pools(cfg, before, after, prompts, reward, rm_id)
+    # Evaluation: the trained policy's pool on the evaluation prompts, judged like the baseline's.
+    after, prompts = _eval_pool(ecfg, f"{inputs.STORE_PREFIX}{ctx.store.relative(out)}")
+    judged = _judge_pools(ecfg, before, after, prompts, reward, rm_id)
+    weights = suite_weights(prompts)  # a suite: every mean is the mean over its tasks (the downstream average)
+    w = np.ones(len(prompts)) if weights is None else weights
     gain = judged["gold_after"] - judged["gold_before"]
-    lo, hi = bootstrap_ci(gain, n_boot=cfg.n_boot, seed=cfg.seed)
-    by_group = gains_by_group(prompts, gain, n_boot=cfg.n_boot, seed=cfg.seed)
+    lo, hi = bootstrap_ci(gain if weights is None else gain * w, n_boot=cfg.n_boot, seed=cfg.seed)
+    by_group = gains_by_group(prompts, gain, n_boot=cfg.n_boot, seed=cfg.seed, weights=weights)
     # Per prompt, so that correlate can compare RMs paired over the same prompts (and lineages).
     per_prompt = ctx.work_dir / "per_prompt.parquet"
-    pq.write_table(pa.table({"prompt_id": [p.prompt_id for p in prompts], "gold_before": judged["gold_before"],
-                             "gold_after": judged["gold_after"], "gain": gain}), per_prompt)
+    rows = {"prompt_id": [p.prompt_id for p in prompts], "gold_before": judged["gold_before"],
+            "gold_after": judged["gold_after"], "gain": gain}
+    if weights is not None:
+        rows["weight"] = weights
+    pq.write_table(pa.table(rows), per_prompt)
     ctx.add_artifact("per_prompt", per_prompt)
+    final_step = int(train_metrics.get("steps", 0))
     ctx.info.update({"policy_lineage": policy_lineage, "rm": {"id": rm_id, "lineage": rm_lineage},
                      "lineage_match": same_lineage, "eval_pool": after.id, "baseline_pool": before.id,
                      "baseline_samples": int(before.config["sampling"]["n"]),
-                     "judge": judged["judge"], "algorithm": cfg.algorithm})
-    return {
-        "gold_before": float(judged["gold_before"].mean()),
-        "gold_after": float(judged["gold_after"].mean()),
-        "gain": float(gain.mean()),
+                     "judge": judged["judge"], "algorithm": cfg.algorithm,
+                     "train_prompts": {"name": str(cfg.prompts.name), "split": str(cfg.prompts.train_split),
+                                       "count": len(train_prompts), **split_info},
+                     "eval_prompts": {"name": str(ecfg.prompts.name), "split": str(ecfg.prompts.split),
+                                      "count": len(prompts)}})
+    mean = (lambda x: float(x.mean())) if weights is None else (lambda x: float((x * w).mean()))
+    metrics = {
+        "gold_before": mean(judged["gold_before"]),
+        "gold_after": mean(judged["gold_after"]),
+        "gain": mean(gain),
         "gain_ci": [lo, hi],
         **({"by_group": by_group} if by_group else {}),
-        "proxy_before": float(judged["proxy_before"].mean()),
-        "proxy_after": float(judged["proxy_after"].mean()),
+        "proxy_before": mean(judged["proxy_before"]),
+        "proxy_after": mean(judged["proxy_after"]),
         "final_kl": train_metrics.get("objective/kl"),
         "train": train_metrics,
-        "time/train_s": train_seconds,
-        "time/total_s": time.time() - t0,
     }
+    if weights is not None:
+        metrics["downstream_average"] = {"tasks": sorted(by_group) if by_group else [str(prompts[0].hidden["task"])],
+                                         "gold_before": metrics["gold_before"], "gold_after": metrics["gold_after"],
+                                         "gain": metrics["gain"], "gain_ci": metrics["gain_ci"]}
+    final = {"step": final_step, "gain": metrics["gain"], "gain_ci": metrics["gain_ci"]}
+    if evaluator is not None:
+        point = evaluator.add(final_step, judged["gold_after"], after.id)
+        if evaluator.best is not None and point["gold"] <= evaluator.best[0]:
+            ctx.add_artifact("best_checkpoint", evaluator.best[1])
+        else:
+            shutil.rmtree(ctx.work_dir / "checkpoints", ignore_errors=True)  # the final policy is the best
+        ctx.add_artifact("checkpoints", evaluator.log)
+        metrics.update(_checkpoint_metrics(cfg, evaluator.points, point))
+    else:
+        metrics["headline_gain"] = {"which": "final", **final, "note": "the final policy"}
+    metrics["time/train_s"] = train_seconds
+    metrics["time/total_s"] = time.time() - t0
+    return metrics
 
 
 def run(cfg: DictConfig) -> Record:
     """Train (or find) the policy ``cfg`` describes and measure its gold gain."""
     _validate(cfg)
-    check_gold_judge(cfg.judge, cfg.prompts)  # a bad judge config fails before any training
-    probe_served_judges(cfg, judge_cache_dir(cfg))  # a served judge that is down fails before any sampling
+    ecfg = eval_config(cfg)
+    check_gold_judge(ecfg.judge, ecfg.prompts)  # a bad judge config fails before any training
+    probe_served_judges(ecfg, judge_cache_dir(ecfg))  # a served judge that is down fails before any sampling
     policy_path, policy_id, policy_lineage = inputs.policy(cfg)
     check_generation_length(policy_path, int(cfg.trainer.response_length), "trainer.response_length")
     check_generation_length(policy_path, int(cfg.sampling.max_new_tokens), "sampling.max_new_tokens")
     reward, rm_id, rm_lineage = inputs.reward(cfg)
     train_prompts, train_id = inputs.prompt_set(cfg, split=cfg.prompts.train_split)
+    eval_items, _ = inputs.prompt_set(inputs.sample_config(ecfg))
+    train_prompts, train_id, split_info = disjoint_train_prompts(cfg, train_prompts, train_id, eval_items)
     _check_train_size(cfg, len(train_prompts))
     # The initial policy's pool, shared by every PPO run of the same policy and prompt set; with
     # baseline_samples equal to BoN's n it is BoN's pool, already sampled and scored by every RM.
-    before, _ = inputs.pool(inputs.first_pool_config(cfg))
+    before, _ = inputs.pool(inputs.first_pool_config(ecfg))
     ids = {"policy": policy_id, "rm": rm_id, "train_prompts": train_id, "baseline_pool": before.id}
     return execute(
         "ppo", cfg,
-        lambda ctx: _ppo(ctx, cfg, policy_path, policy_lineage, reward, rm_id, rm_lineage, train_prompts, before),
+        lambda ctx: _ppo(ctx, cfg, ecfg, policy_path, policy_lineage, reward, rm_id, rm_lineage, train_prompts,
+                         before, split_info),
         ids,
     )
 

@@ -32,8 +32,8 @@ from rlexp.data.loaders.personalized_rewardbench import load_prb
 from rlexp.data.loaders.preference_pairs import load_pairs
 from rlexp.data.loaders.prompt_sets import PROMPT_KINDS, load_prompts
 from rlexp.data.loaders.rewardbench2 import load_rb2
-from rlexp.data.loaders.tulu3_prefs import TULU3_PREFS_HUB_ID, load_tulu3_prefs
 from rlexp.data.loaders.sources import DATA_SUFFIXES, SourceRef, resolve_source
+from rlexp.data.loaders.tulu3_prefs import TULU3_PREFS_HUB_ID, load_tulu3_prefs
 from rlexp.data.loaders.user_pairs import (
     ARENA_HUB_ID,
     PRISM_HUB_ID,
