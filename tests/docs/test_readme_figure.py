@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import matplotlib.image as mpimg
@@ -40,7 +41,6 @@ def _committed() -> dict:
     return json.loads((IMAGES / "benchmark_ranking.json").read_text())
 
 
-@pytest.mark.slow  # a correlate run: ~15 CPU-seconds, 37 s of wall time on 2 busy cores
 def test_the_script_redraws_the_reports_own_figure(tmp_path: Path) -> None:
     """On a study's store (a fake study's records, a real correlate run): the script finds the report, and its
     figure is the report's fig_benchmark_ranking pixel for pixel, drawn from the report's own numbers."""
@@ -95,6 +95,20 @@ def test_the_readme_quotes_the_committed_figure() -> None:
     assert f"NDCG {best['ndcg']:.2f}" in caption
     assert f"a\nrandom order scores {best['ndcg_chance']:.2f}" in caption or \
         f"random order scores {best['ndcg_chance']:.2f}" in caption.replace("\n", " ")
+
+
+def test_the_readme_headline_table_is_the_figures_study() -> None:
+    """Each row of the README's trimmed page-one table: ρ, its CI and NDCG with chance, as the figure's rows hold them."""
+    by_pair = {(r["benchmark"], r["downstream"]): r for r in _committed()["rows"]}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    rows = [line for line in readme if re.match(r"^\| `[^`]+` \| `(bon|ppo)/", line)]
+    assert len(rows) == 8
+    for line in rows:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        r = by_pair[(cells[0].strip("`"), cells[1].strip("`"))]
+        lo, hi = r["spearman_ci"]
+        assert cells[2] == f"{r['spearman']:.2f} [{lo:.2f}, {hi:.2f}]", line
+        assert cells[4] == f"{r['ndcg']:.2f} (chance {r['ndcg_chance']:.2f})", line
 
 
 def test_the_committed_figure_is_this_checkouts_study() -> None:
