@@ -82,7 +82,3 @@ clean:
 # The README's key figure, redrawn from the newest sandbox_study report in the store (after `make study`).
 figure: $(STAMP)
 	@$(PY) scripts/readme_figure.py
-
-# The README's key figure, redrawn from the newest sandbox_study report in the store (after `make study`).
-figure: $(STAMP)
-	@$(PY) scripts/readme_figure.py
