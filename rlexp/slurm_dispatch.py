@@ -9,7 +9,8 @@ job's log.
 A rerun must not submit a step twice. Each submission is written to ``<folder>/jobs/<step id>.json``
 (the step ledger's fingerprint of the step): a rerun after the parent was killed finds a step that
 is still pending or running and waits on that job again, and takes the result of one that finished
-meanwhile. A step whose job failed, was cancelled or was forgotten by SLURM is submitted anew.
+meanwhile. A step whose job failed, was cancelled or was forgotten by SLURM, or that was submitted by other code
+(rlexp's code and configs, as the step ledger fingerprints them), is submitted anew.
 
 Each kind of step (the first part of its key: lineage, train_rm, evaluate, sample, bon, ppo) asks for
 ``study.resources.<kind>``. A step with more than one GPU runs its
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from rlexp.errors import ConfigError
+from rlexp.step_ledger import code_fingerprint
 
 log = logging.getLogger("rlexp")
 
@@ -136,6 +138,7 @@ class SlurmDispatcher:
         self.submitted: list[str] = []  # job ids this dispatcher submitted (not found again)
         self.found: list[str] = []  # job ids of earlier runs it waited on again
         self.refused: dict[str, Result] = {}  # steps sbatch would not take
+        self.code = code_fingerprint()
 
     def _entry(self, step: Any) -> Path:
         return self.folder / "jobs" / f"{self.identity(step)}.json"
@@ -145,6 +148,8 @@ class SlurmDispatcher:
         try:
             entry = json.loads(self._entry(step).read_text())
         except (OSError, ValueError):
+            return None
+        if entry.get("code") != self.code:  # submitted by other code: its record may not be this code's
             return None
         job = self.submitit.SlurmJob(folder=entry.get("logs", self.logs), job_id=str(entry["job_id"]))
         if job.paths.result_pickle.exists():
@@ -186,7 +191,7 @@ class SlurmDispatcher:
                 self.refused[handle] = (None, f"sbatch refused it: {message.strip()[:300]}")
                 return handle
             self.submitted.append(job.job_id)
-            entry = {"job_id": job.job_id, "key": key, "logs": str(self.logs), "submitted": time.time()}
+            entry = {"job_id": job.job_id, "key": key, "logs": str(self.logs), "code": self.code, "submitted": time.time()}
             tmp = self._entry(payload).with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps(entry))
             os.replace(tmp, self._entry(payload))

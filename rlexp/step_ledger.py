@@ -180,7 +180,7 @@ class ExternalInputs:
         return True
 
 
-def _fingerprint() -> str:
+def code_fingerprint() -> str:
     """rlexp's code and configs: with a step's overrides, all its record id can depend on."""
     h = hashlib.sha256()
     package = Path(__file__).resolve().parent
@@ -192,7 +192,7 @@ def _fingerprint() -> str:
 
 
 class StepLedger:
-    """The record each step made, remembered per :func:`_fingerprint` in ``<store>/cache/study/``.
+    """The record each step made, remembered per :func:`code_fingerprint` in ``<store>/cache/study/``.
 
     A step's record id is a function of its composed config and its inputs' record ids; the config
     is one of its overrides, rlexp's code and ``conf/``, and the overrides name every input record
@@ -216,7 +216,7 @@ class StepLedger:
     def __init__(self, store: Store, enabled: bool = True) -> None:
         self.store = store
         self.enabled = enabled
-        self.path = store.root / "cache" / "study" / f"{_fingerprint()}.json"
+        self.path = store.root / "cache" / "study" / f"{code_fingerprint()}.json"
         self.known, self.reads = self._load() if enabled else ({}, {})
         self.external = ExternalInputs(store)
         self._refreshed: set[str] = set()  # keys whose stamps were refreshed (same bytes, new mtime)

@@ -326,6 +326,11 @@ class StudyGrid:
     policy: str = "tiny_llama"
     ppo: list[PPOPick] = field(default_factory=list)
     ppo_upper_bound: bool = True
+    # PPO's training prompt set per evaluation prompt set (``prompt_sets`` names the evaluation sets):
+    # e.g. {rb2_suite: tulu3_prefs}, RewardBench 2's protocol (PPO on the Tulu 3 preference-mixture
+    # prompts, evaluated on the suite). A prompt set not listed trains on its own train split and is
+    # evaluated on its held-out split (LaMP-QA: train, then test).
+    ppo_train_prompts: dict[str, str] = field(default_factory=dict)
     # Training seeds: every RM configuration and every PPO pick runs once per seed (the RM of a
     # PPO pick is the one trained with the same seed), so the report can show seed-to-seed spread
     # next to the prompt CIs. null = the study's own ``seed`` only. Evaluation, sampling pools and

@@ -59,6 +59,16 @@ class Step:
         return compose_task(self.compose or self.task, self.overrides)
 
 
+def read_first(task: str | None, cfg: DictConfig) -> DictConfig:
+    """The config of the pool a ``bon`` or ``ppo`` config reads first: BoN's pool, or PPO's baseline,
+    the initial policy on PPO's evaluation prompt set (``eval_prompts``, when it names another set)."""
+    if task == "ppo":
+        from rlexp.tasks.ppo import eval_config
+
+        cfg = eval_config(cfg)
+    return inputs.first_pool_config(cfg)
+
+
 def run_step(step: Step, threads: int) -> Result:
     """(record id, error) of one step. Runs in a worker process or in-process."""
     if threads > 0:
@@ -71,7 +81,7 @@ def run_step(step: Step, threads: int) -> Result:
         if step.task == "lineage":
             return inputs.lineage(cfg).record_id, None
         if step.task == "pool":  # the pool a bon/ppo config reads first (PPO: its baseline)
-            return inputs.pool(inputs.first_pool_config(cfg))[0].id, None
+            return inputs.pool(read_first(step.compose, cfg))[0].id, None
         # Tasks are imported by name: the study runs whichever task a step names.
         module = importlib.import_module(f"rlexp.tasks.{step.task}")
         record = module.run(cfg)
@@ -152,9 +162,12 @@ class StudyPlan:
         # So does a gold judge that cannot judge a prompt set (an unset judge.model, AlpacaEval without
         # its preference judge), which would otherwise surface after every RM had trained.
         # And a served judge that is down: probed here, before the first RM trains or pool is sampled.
+        stray = sorted(set(g.ppo_train_prompts or {}) - set(g.prompt_sets))
+        if stray:
+            raise ConfigError(f"study.ppo_train_prompts.{stray[0]}: not one of study.prompt_sets ({', '.join(g.prompt_sets)})")
         for task in ("bon", *(("ppo",) if g.ppo else ())):
             for ps in g.prompt_sets:
-                down = self.config(task, [f"prompts={ps}"])
+                down = self.config(task, ppo_prompts(g, ps) if task == "ppo" else [f"prompts={ps}"])
                 check_gold_judge(down.judge, down.prompts)
                 if not g.dry_run:
                     probe_served_judges(down, judge_cache_dir(down))
@@ -248,9 +261,10 @@ def _pool_jobs(plan: StudyPlan) -> tuple[list[Job], dict[tuple[str, str, int | N
         seeds: list[int | None] = [None] if task == "bon" else _ppo_pool_seeds(plan)
         for ps in g.prompt_sets:
             for seed in seeds:
-                reader = plan.step(task, "", [inputs.UNUSED_RM, f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"],
+                prompts = ppo_prompts(g, ps) if task == "ppo" else [f"prompts={ps}"]
+                reader = plan.step(task, "", [inputs.UNUSED_RM, f"model={g.policy}", *prompts, f"profile={g.train_profile}"],
                                    seed=seed)
-                sample = OmegaConf.to_yaml(inputs.sample_config(inputs.first_pool_config(reader.config())))
+                sample = OmegaConf.to_yaml(inputs.sample_config(read_first(task, reader.config())))
                 if sample not in seen:
                     name = "pool" if task == "bon" else "ppo_baseline"
                     key = f"sample/{g.policy}/{ps}/{name}" + ("" if seed is None else f"/s{seed}")
@@ -269,6 +283,13 @@ def _ppo_pool_seeds(plan: StudyPlan) -> list[int | None]:
     return [None, *extra]
 
 
+def ppo_prompts(g: DictConfig | StudyGrid, ps: str) -> list[str]:
+    """PPO's prompt overrides for evaluation prompt set ``ps``: its own splits, or training on the set
+    ``study.ppo_train_prompts`` names for it and evaluating on ``ps``."""
+    train = (g.ppo_train_prompts or {}).get(ps)
+    return [f"prompts={train}", f"eval_prompts={ps}"] if train else [f"prompts={ps}"]
+
+
 def _reader(plan: StudyPlan, task: str, key: str, rm_key: str | None, pool: str, ov: list[str],
             seed: int | None = None) -> Job:
     """A BoN or PPO job: it waits for its RM (``rm_key``, None for a gold judge) and its pool."""
@@ -282,7 +303,7 @@ def _downstream_jobs(plan: StudyPlan, trains: list[Job],
     g = plan.grid
     ppo: list[Job] = []
     for ps in sorted(g.prompt_sets, key=lambda p: p != "personalized"):  # the longest PPO runs first
-        ov = [f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"]
+        ov = [f"model={g.policy}", *ppo_prompts(g, ps), f"profile={g.train_profile}"]
         for pick in g.ppo:
             for seed in plan.seeds:
                 rm_key = plan.seeded(f"train_rm/{pick.model}/{pick.data}/e{float(pick.epochs):g}", seed)
@@ -296,7 +317,7 @@ def _downstream_jobs(plan: StudyPlan, trains: list[Job],
             for t in plan.ppo_seeds or [None]:
                 key = f"ppo/upper_bound/{ps}" + ("" if t is None else f"/s{t}")
                 ppo.append(_reader(plan, "ppo", key, None, pool_of[("ppo", ps, t)],
-                                   [f"rm=judge:{judge}", f"model={g.policy}", f"prompts={ps}"], t))
+                                   [f"rm=judge:{judge}", f"model={g.policy}", *ppo_prompts(g, ps)], t))
     evals: list[Job] = []
     bon: list[Job] = []
     for train in trains:
