@@ -18,6 +18,11 @@ from rlexp.data.formatting import history_block, persona_block
 from rlexp.data.schemas import UserPairItem, UserSurvey
 from rlexp.errors import ConfigError, DataError
 
+# Bump whenever the history an RM sees changes for the same votes: an evaluation's record id carries it
+# (user_context=history only), so a store never serves an evaluation made with another rendering.
+# 2: earlier votes rendered whole and trimmed oldest-first to fit max_length (SynthesizeMe).
+HISTORY_FORMAT = 2
+
 
 @dataclass(frozen=True)
 class UserPairCase:

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from omegaconf import DictConfig, OmegaConf
 
-from rlexp.benchmarks.user_pairs import UserPairCase, user_pair_cases
+from rlexp.benchmarks.user_pairs import HISTORY_FORMAT, UserPairCase, user_pair_cases
 from rlexp.config import CONF_DIR
 from rlexp.config.choices import JudgeName, SamplingBackend
 from rlexp.config.nodes import JudgeConfig, ModelConfig, SamplingConfig
@@ -89,6 +89,8 @@ def user_pair_benchmark(cfg: DictConfig, name: str, ids: dict[str, str]) -> list
         survey_path, survey_id = data_ref(b.survey, cfg)
         surveys = load_prism_survey(survey_path)
         ids[f"{name}_survey"] = read_id(survey_id, survey_path, surveys)
+    if str(b.user_context) == "history":
+        ids[f"{name}_history_format"] = str(HISTORY_FORMAT)
     cases = user_pair_cases(items, str(b.eval_split), surveys)
     return cases[: b.limit] if b.limit is not None else cases
 

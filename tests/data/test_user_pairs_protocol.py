@@ -105,3 +105,21 @@ def test_history_is_cut_from_its_oldest_vote_never_the_answers(tmp_path: Path) -
     assert summary["skipped"] == {} and "assumption" in summary["user_context_note"]
     none, _ = run_user_pairs(scorer, cases, mode="none", k=2, separator="\n\n", name="arena")
     assert "user_context_note" not in none and "history_trimmed" not in none
+
+
+def test_an_evaluation_with_history_is_named_by_the_history_format(tmp_path: Path) -> None:
+    """The rendering of earlier votes changed what an RM sees for the same votes: evaluations with
+    user_context=history carry HISTORY_FORMAT in their inputs, so a store holding one made with the old
+    rendering is never served for the new one; other modes keep their ids."""
+    from rlexp import inputs
+    from rlexp.benchmarks.user_pairs import HISTORY_FORMAT
+    from tests.conftest import compose
+
+    source = write_jsonl(tmp_path / "r.jsonl", [vote("u", "c1", "Tea?", "train"), vote("u", "c2", "Coffee?", "test")])
+    for mode, expected in (("history", {"arena", "arena_history_format"}), ("none", {"arena"})):
+        ids: dict[str, str] = {}
+        cfg = compose("evaluate", "rm=x", "benchmark=arena", f"benchmark.arena.source={source}",
+                      f"benchmark.arena.user_context={mode}")
+        inputs.user_pair_benchmark(cfg, "arena", ids)
+        assert set(ids) == expected
+    assert ids.get("arena_history_format") is None and HISTORY_FORMAT == 2
