@@ -64,6 +64,8 @@ def _evaluate_scalar(ctx: RunContext, cfg: DictConfig, rm: RMRef, rb2: list[Any]
             "mean_gap": summary["mean_gap"],
             "n": summary["n"],
         }
+        if getattr(prb, "skipped", None):  # rows left out of a published set, by reason
+            metrics["prb"]["skipped"] = dict(prb.skipped)
         _write(ctx, "prb_scores", rows)
     for name, cases in (users or {}).items():
         b = cfg.benchmark[name]

@@ -132,6 +132,7 @@ BAD_CASES = [
         ".parquet",
         _second(prb_row, "q1", "q2", rejected="short answer q2"),
         ["'q2'", "field 'rejected'", "identical to chosen"],
+        kwargs={"strict": True},  # by default such a row is skipped and counted: test_prb_skips_unscorable_rows
     ),
     Bad(
         "prb-null-question",
@@ -473,3 +474,12 @@ def test_hub_failure_is_a_one_line_data_error(monkeypatch: pytest.MonkeyPatch) -
         load_pairs("org/prefs", split="train")
     assert "\n" not in str(info.value)
     assert "hub:org/prefs[default/train]" in str(info.value) and "ConnectionError" in str(info.value)
+
+
+def test_prb_skips_unscorable_rows_with_a_count(tmp_path: Path) -> None:
+    """A published PRB file with one row whose answers are identical still loads (issue 64): the row is left
+    out and counted by reason, and a slice keeps the count."""
+    path = write_rows(tmp_path / "prb.parquet", _second(prb_row, "q1", "q2", rejected="short answer q2")(), "prb")
+    items = load_prb(str(path))
+    assert [i.id for i in items] == ["q1"] and items.skipped == {"chosen identical to rejected": 1}
+    assert load_prb(str(path), limit=1).skipped == {"chosen identical to rejected": 1}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from rlexp.data.loaders.domains import hub_domain_chunks, local_domain_chunks
 from rlexp.data.loaders.sources import Chunk, data_files, resolve_source
 from rlexp.data.loaders.validation import (
     At,
+    LoadedRows,
     UniqueIds,
     check_kind,
     check_limit,
@@ -39,13 +41,17 @@ def question_fields(row: Mapping[str, Any], at: At, *, category_required: bool =
     }
 
 
-def _prb_item(row: Mapping[str, Any], at: At, domain: str) -> PRBItem:
-    """One validated PRB row of ``domain``; chosen and rejected must differ."""
+def _prb_item(row: Mapping[str, Any], at: At, domain: str, strict: bool, skipped: Counter[str]) -> PRBItem | None:
+    """One validated PRB row of ``domain``; None (counted in ``skipped``) when its chosen and rejected
+    answers are identical, which two tied scores could never rank, unless ``strict`` refuses it."""
     shared = question_fields(row, at)
     chosen = string_field(row, "chosen", at)
     rejected = string_field(row, "rejected", at)
     if chosen == rejected:
-        raise at.error("rejected", "identical to chosen")
+        if strict:
+            raise at.error("rejected", "identical to chosen")
+        skipped["chosen identical to rejected"] += 1
+        return None
     return PRBItem(**shared, chosen=chosen, rejected=rejected, domain=domain)
 
 
@@ -68,13 +74,16 @@ def load_prb(
     split: str = "test",
     limit: int | None = None,
     revision: str | None = None,
-) -> list[PRBItem]:
+    strict: bool = False,
+) -> LoadedRows:
     """Load Personalized RewardBench pairs (``QiyaoMa/Personalized-RewardBench`` or the same layout).
 
     The domain of an item is its hub config, or locally the first folder under ``source``
     (``<source>/<Domain>/test-*.parquet``; a single file takes its parent folder's name).
     ``domains`` selects configs/folders before reading (default: all of them); ``limit`` keeps
-    the first rows overall, in domain order. Ids must be unique within a domain.
+    the first rows overall, in domain order. Ids must be unique within a domain. A row whose chosen
+    and rejected answers are identical cannot be scored: it is left out and counted in the result's
+    ``skipped`` (``strict`` refuses it).
     """
     check_limit(limit)
     ref = resolve_source(source)
@@ -85,11 +94,15 @@ def load_prb(
 
     ids = UniqueIds()
     items: list[PRBItem] = []
+    skipped: Counter[str] = Counter()
     for chunk in chunks:
         check_kind(chunk, "prb")
         for row, position in zip(chunk.rows, chunk.positions, strict=True):
             at = At(chunk.label, position)
-            item = _prb_item(row, at, chunk.group)
+            item = _prb_item(row, at, chunk.group, strict, skipped)
+            if item is None:
+                continue
             ids.add((item.domain, item.id), at)
             items.append(item)
-    return items[:limit] if limit is not None else items
+    out = LoadedRows(items, skipped)
+    return out[:limit] if limit is not None else out

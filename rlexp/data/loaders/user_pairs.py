@@ -19,6 +19,7 @@ from typing import Any
 from rlexp.data.loaders.sources import read_source
 from rlexp.data.loaders.validation import (
     At,
+    LoadedRows,
     UniqueIds,
     check_limit,
     optional_string,
@@ -96,20 +97,8 @@ class _Ids:
         return f"{user}/{conversation}/{n}"
 
 
-class UserPairs(list):
-    """The loaded votes, and the rows left out, as reason -> count (``skipped``): a row that cannot be
-    scored (an empty answer, chosen identical to rejected) or repeats an earlier row. A slice keeps
-    the counts."""
-
-    skipped: dict[str, int]
-
-    def __init__(self, items: Any = (), skipped: Mapping[str, int] | None = None) -> None:
-        super().__init__(items)
-        self.skipped = dict(skipped or {})
-
-    def __getitem__(self, index: Any) -> Any:  # type: ignore[override]
-        out = super().__getitem__(index)
-        return type(self)(out, self.skipped) if isinstance(index, slice) else out
+class UserPairs(LoadedRows):
+    """The loaded votes; ``skipped`` also counts rows repeating an earlier row."""
 
 
 class _Unscorable(Exception):

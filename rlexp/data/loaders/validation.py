@@ -255,3 +255,19 @@ def validated_rows(chunks: Sequence[Chunk], expected: str, convert: Callable[[di
         for row, position in zip(chunk.rows, chunk.positions, strict=True):
             out.append(convert(row, At(chunk.label, position)))
     return out
+
+
+class LoadedRows(list):
+    """Loaded items, and the rows left out as reason -> count (``skipped``): rows that are well formed but
+    cannot be scored (an empty answer, chosen identical to rejected), which a published set is used
+    without. A slice keeps the counts."""
+
+    skipped: dict[str, int]
+
+    def __init__(self, items: Any = (), skipped: Mapping[str, int] | None = None) -> None:
+        super().__init__(items)
+        self.skipped = dict(skipped or {})
+
+    def __getitem__(self, index: Any) -> Any:  # type: ignore[override]
+        out = super().__getitem__(index)
+        return type(self)(out, self.skipped) if isinstance(index, slice) else out
