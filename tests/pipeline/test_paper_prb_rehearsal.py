@@ -45,8 +45,15 @@ def test_paper_prb_rehearsal_with_a_served_judge(world: Path, rms: dict[str, str
         # The world's lineages (none to build: its tiny_llama, its lighter tiny_qwen), one RM per lineage and
         # no comparison sets (the quick study's test covers those): what is checked here is LaMP-QA and the
         # served judge.
+        # The preset's PPO half: LaMP-QA's train rows, the RM's score divided by 10, the test rows judged by
+        # the same served judge.
+        ppo_items = [f"prompts.source={REPO / 'tests' / 'fixtures' / 'lampqa'}", "trainer=ppo", "sampling=default",
+                     "sampling.n=4", "sampling.max_new_tokens=32", "sampling.policy_profile=posts", "n_boot=100",
+                     "trainer.total_episodes=16", "reward_scale=0.1", "judge=llm", "judge.variant=prb",
+                     f"judge.model={MODEL}", f"judge.endpoint={judge.url}"]
         record = study.run(compose("study", "experiment=paper_prb_rehearsal", "study.overrides.model=[]", QWEN_IN_STUDY,
-                                   "study.mixes=[personal]", "study.extra_benchmarks=[]", f"study.overrides.bon={hydra_list(items)}"))
+                                   "study.mixes=[personal]", "study.extra_benchmarks=[]", f"study.overrides.bon={hydra_list(items)}",
+                                   f"study.overrides.ppo={hydra_list(ppo_items)}"))
     finally:
         judge.httpd.shutdown()
         judge.httpd.server_close()
@@ -54,8 +61,18 @@ def test_paper_prb_rehearsal_with_a_served_judge(world: Path, rms: dict[str, str
     bons = [store.get(i, "bon") for i in record.inputs.values() if store.exists("bon", i)]
     assert len(bons) == 2 and all(b.metrics["prompts"] == 6 for b in bons)
     assert all(b.info["judge"] == {"judge": "llm", "model": MODEL, "variant": "prb", "served": True} for b in bons)
-    # One pool, graded once through the endpoint (6 prompts x 4 samples), whatever the number of RMs.
-    assert len(judge.bodies) <= 6 * 4  # 0 when a kept test world already holds the grades
+    # One pool, graded once through the endpoint (6 prompts x 4 samples), whatever the number of RMs; and
+    # each PPO policy's samples of the same prompts.
+    assert len(judge.bodies) <= 6 * 4 * 3  # 0 when a kept test world already holds the grades
     report = store.resolve(record.artifacts["report"]).read_text()
     page = report.split("\n# Appendices\n", 1)[0]
     assert "bon/lampqa/gain@4" in page and "`prb/" in page
+    ppos = [store.get(i, "ppo") for i in record.inputs.values() if store.exists("ppo", i)]
+    assert len(ppos) == 2 and {p.info["lineage_match"] for p in ppos} == {True, False}  # tiny_llama's and tiny_qwen's RM
+    for ppo in ppos:
+        assert (ppo.info["train_prompts"]["split"], ppo.info["train_prompts"]["count"]) == ("train", 8)
+        assert (ppo.info["eval_prompts"]["split"], ppo.info["eval_prompts"]["count"]) == ("test", 6)
+        assert ppo.config["reward_scale"] == 0.1 and ppo.info["judge"]["served"] is True
+        assert ppo.info["baseline_pool"] == bons[0].inputs["pool"]
+    assert "ppo/lampqa/gain" in report
+    assert "### PPO: an RM of the policy's lineage vs one of another lineage" in report
