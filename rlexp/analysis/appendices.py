@@ -81,7 +81,10 @@ def _lineage_section(context: StudyContext) -> list[str]:
     lines = ["### PPO: an RM of the policy's lineage vs one of another lineage", "",
              "Mean PPO gain of the RMs that share the policy's lineage and of those that do not, on the same "
              "held-out prompts, with 95% CIs from resampling prompts (paired, so the difference has its own CI). "
-             "Control mixes are left out.", ""]
+             "Control mixes are left out. Every PPO gain in this report is the final policy's: a run evaluated "
+             "at checkpoints (eval_every) also records its best checkpoint's gain (metrics.gain_best_checkpoint), "
+             "which RewardBench 2 reports but which is optimistic (the best of several noisy evaluations), so "
+             "it is not used here.", ""]
     rows = []
     for col, d in sorted(found.items()):
         if "note" in d:
