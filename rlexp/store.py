@@ -380,16 +380,11 @@ class Store:
 def git_commit() -> str | None:
     """The commit of the rlexp checkout, if it is one."""
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=5,
-        )
-        return out.stdout.strip() or None if out.returncode == 0 else None
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+                             capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def library_versions() -> dict[str, str]:

@@ -209,7 +209,7 @@ def rms(world_root: Path) -> dict[str, str]:
     the two lineages side by side, each RM as soon as its lineage exists. One process with two
     threads took ~100 s longer: the tiny models' matrices are too small for two threads to help."""
     from rlexp.job_graph import Job, run_jobs
-    from rlexp.tasks.study import Step, run_step
+    from rlexp.tasks.study_plan import Step, run_step
 
     common = [f"paths.root={world_root}", "logger=none", "progress=false"]
     specs = {

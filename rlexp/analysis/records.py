@@ -256,9 +256,17 @@ def short_name(rm: str) -> str:
 
 
 def downstream_group(rec: Record) -> str:
-    """``bon/<prompts>`` or ``<algorithm>/<prompts>`` of a downstream record."""
-    base = "bon" if rec.task == "bon" else str(rec.config.get("algorithm") or "ppo")
-    return f"{base}/{prompts_of(rec)}"
+    """``bon/<prompts>`` or ``<algorithm>/<prompts>`` of a downstream record.
+
+    A PPO run evaluated on another prompt set than it trained on (``eval_prompts``) is named by its
+    evaluation set, where its gain was measured: its column sits beside Best-of-N's on the same prompts.
+    """
+    if rec.task == "bon":
+        return f"bon/{prompts_of(rec)}"
+    evaluated = rec.info.get("eval_prompts")
+    if rec.config.get("eval_prompts") is not None and isinstance(evaluated, Mapping) and evaluated.get("name"):
+        return f"{rec.config.get('algorithm') or 'ppo'}/{evaluated['name']}"
+    return f"{rec.config.get('algorithm') or 'ppo'}/{prompts_of(rec)}"
 
 
 def upper_bound(recs: Sequence[Record], setting: str, store: Store) -> UpperBound:

@@ -24,7 +24,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("tasks",),  # one Hydra app per task
     ("inputs",),  # the one place that builds a task's inputs
     # execute: a record per run; jobs run as their inputs' records appear; the study's memory of its steps
-    ("runtime", "job_graph", "step_ledger"),
+    ("runtime", "job_graph"),
+    ("slurm_dispatch",),  # each study step as a SLURM job (submitit)
+    ("step_ledger",),
     ("tracking",),  # Weights & Biases
     ("downstream",),  # sampling pools, Best-of-N maths, the PPO adapter
     ("scoring",),  # scorers: reward models, judges, planners

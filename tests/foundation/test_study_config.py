@@ -82,8 +82,9 @@ def test_lineage_overrides_reach_that_lineages_steps_only(root: Path) -> None:
 def test_step_ledger_decides_steps_whose_record_exists(tmp_path: Path) -> None:
     """A step run before (same code and configs) whose record is still stored is answered from the
     ledger; another override, a deleted record, a disabled ledger all send the step to a worker."""
+    from rlexp.step_ledger import StepLedger
     from rlexp.store import Record, Store
-    from rlexp.tasks.study import Step, StepLedger
+    from rlexp.tasks.study_plan import Step
 
     store = Store(tmp_path / "runs")
     step = Step("evaluate", "evaluate/x/none", ["paths.root=/a", "logger=none", "rm=abc", "profile=none"])

@@ -174,7 +174,8 @@ def test_a_damaged_record_is_set_aside_and_made_again(damage: str, tmp_path: Pat
 
 
 def test_a_study_ledger_cut_short_is_dropped_and_written_afresh(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    from rlexp.tasks.study import Step, StepLedger
+    from rlexp.step_ledger import StepLedger
+    from rlexp.tasks.study_plan import Step
 
     store = Store(tmp_path / "runs")
     store.put(Record(id=RID, task="evaluate", config={}))
@@ -194,7 +195,8 @@ def test_a_study_ledger_cut_short_is_dropped_and_written_afresh(tmp_path: Path, 
 def test_a_study_rerun_sends_a_step_whose_record_is_damaged_to_a_worker(tmp_path: Path) -> None:
     """The ledger decides a finished step in the parent only while its record is whole: a record file cut
     short or an artifact deleted sends the step to a worker, whose run makes the record again."""
-    from rlexp.tasks.study import Step, StepLedger
+    from rlexp.step_ledger import StepLedger
+    from rlexp.tasks.study_plan import Step
 
     store = Store(tmp_path / "runs")
     steps = {name: Step("train_rm", f"train_rm/{name}", [f"data={name}"]) for name in ("whole", "cut", "deleted")}

@@ -23,8 +23,9 @@ def test_ledger_rechecks_files_read_from_outside_the_store(tmp_path: Path, monke
     same bytes: a touched file (new mtime, same bytes) keeps the step and refreshes its stamp, an edited
     file or a folder with a new file sends it to a worker; a step that reads only the store has no stamps."""
     from rlexp import step_ledger
+    from rlexp.step_ledger import StepLedger
     from rlexp.store import Record, Store
-    from rlexp.tasks.study import Step, StepLedger
+    from rlexp.tasks.study_plan import Step
 
     store = Store(tmp_path / "runs")
     data = tmp_path / "data"

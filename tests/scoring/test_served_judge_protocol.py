@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 import socket
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tomllib
 
 from rlexp.errors import ConfigError
 from rlexp.scoring.judges import AspectLLMJudge, PRBListJudge
