@@ -25,7 +25,7 @@ def main() -> None:
     from rlexp import inputs
     from rlexp.job_graph import Job, run_jobs
     from rlexp.store import Store
-    from rlexp.tasks.study import Step, run_step
+    from rlexp.tasks.study_plan import Step, run_step
 
     inputs.sandbox_world(compose("train_rm"))
     store = Store(root / "runs")
