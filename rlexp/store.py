@@ -7,10 +7,9 @@ Layout under ``paths.store``::
     cache/judge/responses.sqlite  a served judge's answers by request (read by every later run)
     damaged/<task>/<id>/          a record found damaged, set aside with its artifacts (deletable)
 
-A record id is a hash of what determines the result: the task, its config minus keys that have
-no effect on the result (paths, logging, progress bars, ...), and the ids of its inputs. The same
-config in another process or on another machine gives the same id, so re-running finds the
-record and skips the work.
+A record id is a hash of what determines the result: the task, its config minus keys that have no
+effect on the result (paths, logging, progress bars, ...), and the ids of its inputs. The same config
+in another process or on another machine gives the same id, so re-running finds it and skips the work.
 
 A record is damaged when its file is no record (cut short, ``{}``) or an artifact it names is missing
 or cut short (:mod:`rlexp.integrity`). Where rlexp would make that record it counts as absent (the
@@ -90,6 +89,7 @@ HASH_NEUTRAL: dict[tuple[str, str], Any] = {
     # A suite task's grading metric (prompts.tasks.<task>.metric) is the gold judge's: its pool-scores
     # record names it (rlexp.scoring.factory.judge_key), so a pool does not change with it.
     **{(t, "metric"): None for t in ("gsm8k", "math", "ifeval", "alpacaeval", "bbh", "popqa", "humanevalplus")},
+    ("ndcg", "prb"): True,  # correlate: one more NDCG variant in the tables, the same records read
 }
 
 # HASH_NEUTRAL entries whose neutral value held only where their siblings pass this test: a vLLM

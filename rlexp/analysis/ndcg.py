@@ -2,7 +2,11 @@
 level under a random order of the RMs, and the NDCG variants a study reports.
 
 The PRB reference leaves the relevance transform and the gain open, so every variant is named
-``ndcg[<relevance>,<gain>]`` (``@<k>`` with a cutoff) and reported side by side.
+``ndcg[<relevance>,<gain>]`` (``@<k>`` with a cutoff) and reported side by side. One of them,
+:data:`PRB_VARIANT` (``ndcg[prb,exp2]``: relevance M + 1 - downstream rank, gain 2^rel - 1, no cutoff),
+is rlexp's reconstruction of the paper's: it gives all four NDCG values Personalized RewardBench
+publishes from their 6-RM rankings (docs/tasks.md, "PRB's NDCG, reconstructed"); the paper itself does
+not state its definition.
 """
 
 from __future__ import annotations
@@ -19,10 +23,12 @@ from rlexp.analysis.correlation import Corr
 from rlexp.analysis.score_vectors import permutations, score_pair, score_vector
 from rlexp.errors import ConfigError, DataError
 
-RELEVANCES: tuple[str, ...] = ("rank", "minmax", "raw")
+RELEVANCES: tuple[str, ...] = ("rank", "minmax", "raw", "prb")
 GAINS: tuple[str, ...] = ("linear", "exp2")
 #: Every NDCG variant: the PRB reference leaves relevance and gain open, so report them all.
 DEFAULT_NDCG_VARIANTS: tuple[tuple[str, str], ...] = tuple((r, g) for r in RELEVANCES for g in GAINS)
+#: The variant that reproduces Personalized RewardBench's published NDCGs (0.9180, 0.9265, 0.6586, 0.7016).
+PRB_VARIANT: tuple[str, str, int | None] = ("prb", "exp2", None)
 #: Largest M whose NDCG null is enumerated (M! orders); above it NDCG_NULL_DRAWS random orders.
 MAX_EXACT_NDCG = 8
 NDCG_NULL_DRAWS = 10_000
@@ -31,10 +37,11 @@ NDCG_NULL_DRAWS = 10_000
 def _relevance(downstream: np.ndarray, relevance: str) -> np.ndarray | None:
     """Each RM's relevance under one transform; None where the transform is undefined. The rank
     transform also takes a ``[B, M]`` stack of bootstrap replicates, ranking each row."""
-    if relevance == "rank":
-        # rank 1 = best; tied downstream scores share their average rank.
+    if relevance in ("rank", "prb"):
+        # rank 1 = best; tied downstream scores share their average rank. "prb" starts at 1 (the worst
+        # RM keeps a gain under 2^rel - 1), "rank" at 0.
         down_rank = stats.rankdata(-downstream, method="average", axis=-1)
-        return downstream.shape[-1] - down_rank
+        return downstream.shape[-1] - down_rank + (1.0 if relevance == "prb" else 0.0)
     if relevance == "minmax":
         lo, hi = downstream.min(), downstream.max()
         if hi == lo:
@@ -60,8 +67,8 @@ def ndcg(
     with ``K = M`` (all RMs) when ``k`` is None and ``k`` clamped to M.
 
     * ``relevance``: ``"rank"`` -> ``M - r_down`` (rank 1 = best, tied downstream scores get their
-      average rank); ``"minmax"`` -> downstream rescaled to [0, 1]; ``"raw"`` -> the downstream
-      score itself (must be >= 0).
+      average rank); ``"prb"`` -> ``M + 1 - r_down`` (with ``exp2``: PRB's published values);
+      ``"minmax"`` -> downstream rescaled to [0, 1]; ``"raw"`` -> the downstream score itself (must be >= 0).
     * ``gain``: ``"linear"`` -> ``g(x) = x``; ``"exp2"`` -> ``g(x) = 2**x - 1``.
 
     Tied benchmark scores: the DCG is averaged over every order of each tied block. DCG is linear
@@ -285,7 +292,7 @@ def ndcg_values(rel: str, g: str, k: int | None) -> Callable[[np.ndarray, np.nda
         if n_items == 0:
             return out
         discounts = _discounts(n_items, n_items if k is None else min(int(k), n_items))
-        ranked = _relevance(ys, "rank") if rel == "rank" else None
+        ranked = _relevance(ys, rel) if rel in ("rank", "prb") else None
         for i in range(xs.shape[0]):
             try:
                 relevance = ranked[i] if ranked is not None else _relevance(ys[i], rel)

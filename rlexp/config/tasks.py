@@ -233,6 +233,9 @@ class CorrelateNDCGConfig:
     relevance: list[str] = field(default_factory=lambda: ["rank", "minmax", "raw"])
     gain: list[str] = field(default_factory=lambda: ["linear"])
     cutoff: int | None = None
+    # First, before the relevance x gain grid: ndcg[prb,exp2], rlexp's reconstruction of Personalized
+    # RewardBench's NDCG (it reproduces the paper's four values); the benchmark comparison table reads it.
+    prb: bool = True
 
 
 @dataclass

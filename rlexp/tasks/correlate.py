@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlexp.analysis.correlation_table import correlation_table, downstream_gain_differences, summary
 from rlexp.analysis.headline import summarise
-from rlexp.analysis.ndcg import ndcg_variants
+from rlexp.analysis.ndcg import PRB_VARIANT, ndcg_variants
 from rlexp.analysis.ppo_lineage import lineage_gains
 from rlexp.analysis.records import collect
 from rlexp.analysis.report import write_outputs
@@ -55,6 +55,8 @@ def _settings(cfg: DictConfig) -> dict[str, Any]:
         raise ConfigError(f"alpha must be in (0, 1), got {cfg.alpha!r}")
     modes = _list(cfg.profile_modes)  # ProfileMode values: the schema rejected anything else
     variants = ndcg_variants(_list(cfg.ndcg.relevance) or [], _list(cfg.ndcg.gain) or [], cfg.ndcg.cutoff)
+    if cfg.ndcg.get("prb", True):  # first: the benchmark comparison table reads the first NDCG variant
+        variants = [PRB_VARIANT, *(v for v in variants if v != PRB_VARIANT)]
     prb_mode = cfg.headline.prb_mode
     return {"n_boot": int(cfg.n_boot), "alpha": float(cfg.alpha), "seed": int(cfg.seed), "k": cfg.k,
             "profile_modes": modes, "boot_subsets": bool(cfg.boot_subsets), "ndcg": variants,

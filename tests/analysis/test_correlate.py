@@ -392,9 +392,11 @@ def test_benchmark_comparison_table_ranks_every_benchmark_per_downstream() -> No
         for col in ("arena/history/accuracy", "prism/history/accuracy"):
             assert table.at[rm, col] == pytest.approx(study.expected[rm][col], abs=1e-12)
     corr = pd.read_csv(out / "correlations.csv")
-    ndcg = corr[(corr["statistic"] == "ndcg[rank,linear]") & corr["main"].astype(bool)]
+    # The table's NDCG is the definition that reproduces PRB's published values (first in the config).
+    ndcg = corr[(corr["statistic"] == "ndcg[prb,exp2]") & corr["main"].astype(bool)]
     text = (out / "report.md").read_text()
     section = text.split("## Which benchmark predicts downstream best?")[1].split("\n## ")[0].split("\n---\n")[0]
+    assert "NDCG `ndcg[prb,exp2]` (chance level, null p)" in section
     benches = ["RewardBench 2", "Personalized RewardBench (none)", "Personalized RewardBench (raw)",
                "Chatbot Arena-Personalized (history)", "PRISM-Personalized (history)"]
     for d in GAINS:

@@ -87,9 +87,10 @@ def test_wrappers_undefined_cases() -> None:
 def brute_force_ndcg(bench: list[float], down: list[float], relevance: str, gain: str, k: int | None) -> float | None:
     """Direct definition: enumerate every order of each tied benchmark block and average the DCG."""
     m = len(bench)
-    if relevance == "rank":
-        # rank 1 = best, ties get their average rank: 1 + #strictly better + (#tied others) / 2
-        rel = [m - (1 + sum(o > d for o in down) + (sum(o == d for o in down) - 1) / 2) for d in down]
+    if relevance in ("rank", "prb"):
+        # rank 1 = best, ties get their average rank: 1 + #strictly better + (#tied others) / 2; prb: M + 1 - rank
+        top = m + (relevance == "prb")
+        rel = [top - (1 + sum(o > d for o in down) + (sum(o == d for o in down) - 1) / 2) for d in down]
     elif relevance == "minmax":
         lo, hi = min(down), max(down)
         if hi == lo:
@@ -393,3 +394,40 @@ def test_correlate_reports_ndcg_null() -> None:
     assert nd.null_mean == pytest.approx(null.mean) and nd.null_p == pytest.approx(null.pvalue(nd.value))
     assert nd.normalised == pytest.approx((nd.value - null.mean) / (1 - null.mean))
     assert rows["spearman"].null_mean is None
+
+
+# Personalized RewardBench's published NDCGs (Best-of-N, PPO, Chatbot Arena-/PRISM-Personalized) with the
+# downstream rank of each of its 6 RMs in benchmark order, and the Spearman values it prints for the first two.
+PRB_PUBLISHED = [((1, 5, 3, 4, 6, 2), 0.9180, 0.2571), ((1, 4, 3, 5, 6, 2), 0.9265, 0.3714),
+                 ((6, 2, 1, 3, 4, 5), 0.6586, None), ((6, 1, 2, 3, 5, 4), 0.7016, None)]
+
+
+@pytest.mark.parametrize(("ranks", "published", "rho"), PRB_PUBLISHED)
+def test_prb_variant_reproduces_the_papers_four_ndcgs(ranks: tuple[int, ...], published: float, rho: float | None) -> None:
+    from rlexp.analysis.ndcg import PRB_VARIANT
+
+    bench = np.arange(6, 0, -1, dtype=float)  # the benchmark's order: RM 0 first
+    down = np.exp(-np.asarray(ranks, dtype=float))  # downstream rank 1 = the highest score
+    rel, gain, k = PRB_VARIANT
+    assert round(ndcg(bench, down, relevance=rel, gain=gain, k=k), 4) == published
+    if rho is not None:
+        assert round(spearman(bench, down).value, 4) == rho
+    # The same value by hand: relevance M + 1 - rank, gain 2^rel - 1, discount log2(position + 1).
+    gains = 2.0 ** (7 - np.asarray(ranks)) - 1
+    discounts = 1 / np.log2(np.arange(2, 8))
+    assert ndcg(bench, down, relevance=rel, gain=gain) == pytest.approx(gains @ discounts / (np.sort(gains)[::-1] @ discounts))
+    # None of the other variants gives the paper's value.
+    others = {(r, g) for r in ("rank", "minmax", "raw") for g in ("linear", "exp2")}
+    assert all(round(ndcg(bench, down, relevance=r, gain=g), 4) != published for r, g in others)
+
+
+def test_prb_variant_chance_level_at_six_rms() -> None:
+    null = ndcg_null(np.arange(6.0), relevance="prb", gain="exp2")
+    assert null is not None and null.exact and null.mean == pytest.approx(0.70, abs=0.01)
+    # Bootstrap replicates rank each row as the single-row function does.
+    from rlexp.analysis.ndcg import ndcg_values
+
+    rng = np.random.default_rng(0)
+    xs, ys = rng.normal(size=(5, 6)), rng.normal(size=(5, 6))
+    values = ndcg_values("prb", "exp2", None)(xs, ys)
+    assert values == pytest.approx([ndcg(x, y, relevance="prb", gain="exp2") for x, y in zip(xs, ys, strict=True)])
