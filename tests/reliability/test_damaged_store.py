@@ -325,3 +325,28 @@ def test_train_rm_killed_while_saving_a_checkpoint_resumes_from_the_one_before(t
     assert f"checkpoint {newest} is incomplete (no trainer_state.json: killed while saving); removed it" in out.stdout + out.stderr
     record = store.get(rid, "train_rm")
     assert str(record.info["resumed_from"]) == str(previous)
+
+
+def test_a_resume_skips_and_removes_checkpoints_whose_save_was_cut_short(tmp_path: Path,
+                                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """The choice the slow kill test above makes, without training: the newest checkpoint a resume can
+    read (trainer_state.json whole, weights whole) is resumed from; each newer one (no trainer state,
+    a trainer state cut short, weights cut short) is named in one line and removed."""
+    from rlexp.models.reward_training import last_complete_checkpoint
+
+    folder = tmp_path / "checkpoints"
+    assert last_complete_checkpoint(folder) is None  # a first run: nothing to resume
+    for step in (3, 6, 9, 12, 15):
+        ckpt = folder / f"checkpoint-{step}"
+        _safetensors(ckpt / "model.safetensors")
+        (ckpt / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    (folder / "checkpoint-15" / "trainer_state.json").unlink()
+    _cut(folder / "checkpoint-12" / "trainer_state.json")
+    _cut(folder / "checkpoint-9" / "model.safetensors")
+    with caplog.at_level(logging.WARNING, logger="rlexp"):
+        assert last_complete_checkpoint(folder) == folder / "checkpoint-6"
+    assert sorted(p.name for p in folder.iterdir()) == ["checkpoint-3", "checkpoint-6"]
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    reasons = [w.split(" is incomplete (")[1].split(" (")[0].split(":")[0] for w in warned]
+    assert reasons == ["no trainer_state.json", "trainer_state.json cut short", "model.safetensors is cut short"], warned
+    assert all(w.endswith("killed while saving); removed it") for w in warned), warned

@@ -179,6 +179,33 @@ def test_study_rerun_trains_again_an_rm_whose_folder_was_deleted_or_record_cut_s
     assert len(ran) == 1 and "study: train_rm: 2 step(s) ran" in ran[0], ran
 
 
+def test_a_study_refuses_a_reward_model_whose_folder_lost_its_config(tmp_path: Path) -> None:
+    """The study's last check before its report (rlexp.tasks.study.check_rm_folders): a model folder
+    that lost its config.json but kept whole weights is no damaged record to the store (its integrity
+    check reads safetensors and parquet lengths only), so the ledger decides its steps; the study then
+    refuses to write a report without that RM's rows, in one line (exit 2) naming the record to delete."""
+    from rlexp.errors import StoreError
+    from rlexp.store import Record, Store
+    from rlexp.tasks.study import check_rm_folders
+    from tests.reliability.test_damaged_store import _safetensors
+
+    store = Store(tmp_path / "runs")
+    rms = {"train_rm/tiny_llama/general/e1": "a" * 16, "train_rm/tiny_llama/personal/e1": "b" * 16}
+    for rid in rms.values():
+        folder = _safetensors(store.artifact_dir("train_rm", rid) / "model" / "model.safetensors").parent
+        (folder / "config.json").write_text("{}")
+        store.put(Record(id=rid, task="train_rm", config={}, artifacts={"model": store.relative(folder)}))
+    check_rm_folders(store, rms)  # both whole: nothing to say
+    (store.artifact_dir("train_rm", "b" * 16) / "model" / "config.json").unlink()
+    assert store.intact("train_rm", "b" * 16) is not None  # the ledger would decide its steps
+    with pytest.raises(StoreError) as refused:
+        check_rm_folders(store, rms)
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith("reward model train_rm/tiny_llama/personal/e1: ")
+    assert "has no config.json" in message and "(no report written)" in message
+    assert f"delete its record {store.record_path('train_rm', 'b' * 16)} to train it again" in message
+
+
 # --- where the store goes ------------------------------------------------------------------------------
 
 
