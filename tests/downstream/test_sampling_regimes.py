@@ -1,8 +1,12 @@
 """A suite task's generation regime (prefill, stop sequences, a token ceiling) in the HF sampler: a
 capped or stopped sample is exactly the uncapped one cut where OLMES would have stopped, and a prefill
-is continued as if it ended the rendered prompt."""
+is continued as if it ended the rendered prompt. The vLLM backend hands the engine the same regimes
+(against a stand-in engine; the real one is tests/downstream/test_vllm_sampling.py)."""
 
 from __future__ import annotations
+
+import sys
+from types import ModuleType, SimpleNamespace
 
 import torch
 
@@ -90,3 +94,61 @@ def test_finish_and_regime_of_an_item() -> None:
     item = PromptItem("p", "q", "suite", prefill="A:", stop=("x",), max_new_tokens=3)
     assert regime(item) == Regime("A:", ("x",), 3)
     assert regime(PromptItem("p", "q", "general")) == Regime()
+
+
+class _Tok:
+    """A character tokenizer with a visible chat template (what the vLLM backend asks of its engine's)."""
+
+    def apply_chat_template(self, conv, add_generation_prompt: bool, tokenize: bool) -> str:
+        return "".join(f"<{m['role']}>{m['content']}" for m in conv) + "<assistant>"
+
+    def __call__(self, text: str, add_special_tokens: bool) -> dict[str, list[int]]:
+        return {"input_ids": [ord(c) for c in text]}
+
+
+class _Engine:
+    """vLLM's ``LLM`` as the regimes use it: ``chat`` for plain prompts, ``generate`` on token ids for
+    prefilled ones. Like vLLM, a completion that met a stop string comes back cut before it, naming it."""
+
+    def __init__(self, **kwargs) -> None:
+        self.calls: list[tuple[str, list, list]] = []
+
+    def _answer(self, params) -> SimpleNamespace:
+        hit = params.stop[0] if params.stop else None
+        done = SimpleNamespace(text=" 42.", token_ids=[5, 6], finish_reason="stop", stop_reason=hit)
+        return SimpleNamespace(outputs=[done] * params.n)
+
+    def chat(self, convs, params, use_tqdm: bool = False):
+        self.calls.append(("chat", convs, params))
+        return [self._answer(p) for p in params]
+
+    def generate(self, prompts, params, use_tqdm: bool = False):
+        self.calls.append(("generate", prompts, params))
+        return [self._answer(p) for p in params]
+
+    def get_tokenizer(self) -> _Tok:
+        return _Tok()
+
+
+def test_vllm_backend_applies_the_regimes(monkeypatch) -> None:
+    """vLLM gets each prompt's own stop list and token cap; a prefilled prompt goes in as the rendered
+    template + prefill (token ids) and its sample starts with the prefill, as in the HF sampler."""
+    from rlexp.downstream.vllm_sampler import VLLMSampler
+
+    vllm = ModuleType("vllm")
+    vllm.LLM, vllm.SamplingParams = _Engine, SimpleNamespace  # type: ignore[attr-defined]
+    platforms = ModuleType("vllm.platforms")
+    platforms.current_platform = SimpleNamespace(is_cpu=lambda: False)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vllm", vllm)
+    monkeypatch.setitem(sys.modules, "vllm.platforms", platforms)
+    sampler = VLLMSampler("m", seed=0)
+    regimes = [Regime(prefill="Answer:", stop=("Question:",), max_new_tokens=512), Regime(),
+               Regime(stop=("\n\n",), max_new_tokens=15)]
+    got = sampler.generate(PROMPTS, SamplingConfig(n=2, max_new_tokens=64), seed=3, regimes=regimes)
+    (kind, convs, plain), (kind2, ids, filled) = sampler.llm.calls
+    assert (kind, kind2) == ("chat", "generate") and convs == PROMPTS[1:]
+    assert [(p.max_tokens, p.stop) for p in plain] == [(64, None), (15, ["\n\n"])]
+    assert [(p.max_tokens, p.stop) for p in filled] == [(64, ["Question:"])]
+    assert ids == [{"prompt_token_ids": [ord(c) for c in "<user>rice<assistant>Answer:"]}]
+    # The EOS that ended the unstopped sample is not counted (the HF backend's count).
+    assert got == [[("Answer: 42.", 2, "stop")] * 2, [("42.", 1, "eos")] * 2, [("42.", 2, "stop")] * 2]

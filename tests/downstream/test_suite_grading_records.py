@@ -3,6 +3,7 @@ grader could grade (IFEval without nltk's punkt_tab) counted apart from wrong an
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import nltk
@@ -56,3 +57,39 @@ def test_the_judge_counts_ungraded_samples_by_reason() -> None:
         assert judge.stats.extra["grader_missing_data"] == {"ifeval": 2}
         assert "punkt_tab" in judge.stats.extra["grader_error"]
         assert "grader_failures" not in judge.stats.extra
+
+
+def test_the_gold_record_keeps_the_counts(tmp_path: Path) -> None:
+    """The judge's counts reach the pool's gold-scores record (``scorer_stats``, which Best-of-N repeats as
+    ``gold_failures``): a sample whose grader raised is told apart from a wrong answer there."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from omegaconf import OmegaConf
+
+    from rlexp import inputs
+    from rlexp.runtime import RunContext, execute
+    from rlexp.store import Store
+
+    cfg = OmegaConf.create({"paths": {"store": str(tmp_path / "runs"), "output_root": str(tmp_path / "out"),
+                                      "cache": str(tmp_path / "cache")},
+                            "logger": {"kind": "none"}, "runtime": {"threads": 0}, "progress": False})
+    item = load_task("gsm8k", SuiteTaskConfig(source=str(FIXTURES / "gsm8k")))[0]
+    broken = dataclasses.replace(item, prompt_id="broken",  # its grader raises KeyError
+                                 hidden={k: v for k, v in item.hidden.items() if k != "answer"})
+    prompts = [item, broken]
+    answers = ["Answer: So the answer is 72.", "Answer: So the answer is 5."]
+
+    def sample(ctx: RunContext) -> dict:
+        path = ctx.work_dir / "pool.parquet"
+        pq.write_table(pa.table({"prompt_id": [p.prompt_id for p in prompts for _ in answers],
+                                 "sample_index": [0, 1] * len(prompts), "text": answers * len(prompts)}), path)
+        ctx.add_artifact("pool", path)
+        return {}
+
+    pool = execute("sample", cfg, sample)
+    scores, sid = inputs.pool_scores(cfg, pool_record=pool, prompts=prompts, scorer_key={"judge": "grader"},
+                                     make_scorer=lambda: SuiteGraderJudge(workers=1, timeout=20.0), role="gold")
+    assert scores.tolist() == [[1.0, 0.0], [0.0, 0.0]]
+    stats = Store(cfg.paths.store).get(sid).info["scorer_stats"]
+    assert stats["items"] == 4 and stats["grader_failures"] == {"gsm8k": 2}
+    assert "KeyError" in stats["grader_error"]
