@@ -100,9 +100,9 @@ HASH_NEUTRAL_ONLY_IF: dict[tuple[str, str], Callable[[Mapping[str, Any]], bool]]
 
 # Keys hashed only as "set" (True) or dropped when None: what the value points to is not part of a
 # result, but whether it is set is. A served judge's URL is one: the same model behind another URL
-# gives the same scores, while a served judge (another inference engine) is not the local one; a
-# PPO record hashes its judge config directly, so a URL-free flag keeps the two apart.
-HASH_PRESENCE: frozenset[tuple[str, str]] = frozenset({("judge", "endpoint")})
+# gives the same scores, while a served judge (another inference engine) is not the local one. So is an
+# external results file: its content's hash is among the correlate record's inputs, not its path.
+HASH_PRESENCE: frozenset[tuple[str, str]] = frozenset({("judge", "endpoint"), ("", "external")})
 
 # Keys added after records existed whose null value is the old behaviour and whose every set value
 # matters: dropped when null, hashed in full otherwise (the Chatbot Arena-/PRISM-Personalized

@@ -316,6 +316,10 @@ def provenance_section(study: StudyTable, settings: Mapping[str, Any]) -> list[s
            if settings.get("n_boot") else "no bootstrap CIs (n_boot=0)."),
         "- **Versions:** " + (", ".join(f"{k} {v}" for k, v in (context.versions or {}).items()) or "unknown"),
     ]
+    if context.external:
+        ext = context.external
+        lines.append(f"- **External results:** {ext['rms']} RMs from `{ext['path']}` (sha256 {ext['sha256'][:16]}); "
+                     f"source: {ext['source']}.")
     lines += [f"- **Warning:** {w}" for w in context.warnings]
     recs = context.records
     labels = _labels(table)

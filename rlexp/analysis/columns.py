@@ -9,6 +9,7 @@ policy lineages::
     benchmarks   rb2/overall  rb2/<subset>  prb/<mode>/accuracy  prb/<mode>/<domain>
                  arena/<context>/accuracy  arena/<context>/user_accuracy  (prism/... alike)
     downstream   bon/<setting>/gain@<k>  bon/<setting>/ngain@<k>  <algorithm>/<setting>/gain
+                 <algorithm>/<setting>/score (external results only)
     extra        <algorithm>/<setting>/lineage_match
 """
 
@@ -27,7 +28,9 @@ FACTORS: tuple[str, ...] = (
 )
 #: Factors that describe how an RM was made (heldout accuracy is a result, not a factor).
 DESIGN_FACTORS: tuple[str, ...] = FACTORS[:-1]
-DOWNSTREAM_RE = re.compile(r"^(?P<task>[A-Za-z0-9_]+)/(?P<setting>[^/]+)/(?P<stat>gain@\d+|ngain@\d+|gain)$")
+#: ``score``: a published absolute downstream score (external results, :mod:`rlexp.analysis.external`); across
+#: RMs it correlates as its gain over a shared baseline would.
+DOWNSTREAM_RE = re.compile(r"^(?P<task>[A-Za-z0-9_]+)/(?P<setting>[^/]+)/(?P<stat>gain@\d+|ngain@\d+|gain|score)$")
 #: PRB profile modes in the order their columns appear (unknown modes after them).
 _PRB_MODE_ORDER = {mode.value: i for i, mode in enumerate(ProfileMode)}
 _CONTEXT_ORDER = {mode.value: i for i, mode in enumerate(UserContextMode)}

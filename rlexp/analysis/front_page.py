@@ -62,6 +62,11 @@ def grid_sentence(study: StudyTable) -> str:
             settings.setdefault("Best-of-N" if m["task"] == "bon" else m["task"].upper(), []).append(m["setting"])
     down = "; ".join(f"{algo} on {_and(s)} prompts" for algo, s in settings.items()) or "no downstream result"
     trained = n - external
+    if context.external:  # published numbers: neither trained here nor gold-judged here
+        source = context.external["source"]
+        who = f"{trained} trained reward models{made} and " if trained else ""
+        return (f"{who}{context.external['rms']} reward models of external results ({source}), scored on "
+                f"{_and(benches) if benches else 'no benchmark'}; downstream: {down}.")
     return (f"{trained} trained reward models{made}{ext}, scored on {_and(benches) if benches else 'no benchmark'}; "
             f"downstream: {down}, gold-judged.")
 

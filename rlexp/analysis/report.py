@@ -33,6 +33,7 @@ from rlexp.analysis.appendices import (
 )
 from rlexp.analysis.benchmark_comparison import comparison_rows, comparison_section
 from rlexp.analysis.correlation import MIN_TESTABLE
+from rlexp.analysis.external import group_section
 from rlexp.analysis.figures import all_figures
 from rlexp.analysis.front_page import page_one
 from rlexp.analysis.markdown import markdown_table
@@ -204,6 +205,7 @@ def report_markdown(study: StudyTable, corr: pd.DataFrame, settings: Mapping[str
     ndcg_name = next((str(s) for s in _stat_order(corr) if str(s).startswith("ndcg")), None)
     alpha = float((study.context.headline or {}).get("alpha", 0.05))
     lines += comparison_section(comparison_rows(study.frame, corr, ndcg_name), ndcg_name, alpha)
+    lines += group_section(study.context)
     lines += ["---", "", "# Appendices", "",
               "A. Correlations of every benchmark column · B. Headline pairs without controls, within each data "
               "mix and per seed · C. Reward models · D. Downstream detail · E. Figures · F. Provenance", ""]

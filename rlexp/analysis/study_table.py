@@ -153,6 +153,8 @@ class StudyContext:
     headline: dict[str, Any] | None = None  # page one's numbers (headline.summarise)
     versions: dict[str, str] | None = None  # library -> version, when the outputs were written
     settings: dict[str, Any] | None = None  # the correlate statistics settings the outputs used
+    external: dict[str, Any] | None = None  # external results read beside the records (ExternalTable.provenance)
+    external_groups: list[dict[str, Any]] | None = None  # Pearson and Spearman within the external table's groups
 
     def to_json(self) -> dict[str, Any]:
         """The context as ``context.json`` holds it: JSON types only; fields still None are left out."""

@@ -40,6 +40,7 @@ from rlexp.analysis.columns import (
     main_benchmark_columns,
     setting_of,
 )
+from rlexp.analysis.external import ExternalTable
 from rlexp.analysis.labels import factor_summary, rm_labels
 from rlexp.analysis.records import (
     JUDGE_PREFIX,
@@ -61,7 +62,8 @@ from rlexp.store import Record, Store
 
 
 def build_table(
-    collection: Collection, *, k: int | None = None, profile_modes: Sequence[str] | None = None
+    collection: Collection, *, k: int | None = None, profile_modes: Sequence[str] | None = None,
+    external: ExternalTable | None = None,
 ) -> StudyTable:
     """One row per reward model (index = RM id) with factor, benchmark and downstream columns.
 
@@ -70,8 +72,11 @@ def build_table(
     records fill the same cell, the most recent (by ``ended``) wins (for RB2, an evaluation with
     profile mode ``none`` is preferred) and the others are listed in ``context.duplicates``.
 
+    ``external``: rows from an external results file (:mod:`rlexp.analysis.external`), added beside the
+    records' RMs (marked ``external``; their groups and the file's provenance go to the context).
+
     Raises:
-        DataError: the RB2 (or PRB) scores of one column come from different benchmark data, the
+        DataError: an external RM's name is a store RM's id, the RB2 (or PRB) scores of one column come from different benchmark data, the
             downstream results of one column from different gold judges, or nothing is left to tabulate.
         ConfigError: ``k`` is not a positive integer.
     """
@@ -81,17 +86,25 @@ def build_table(
     found = _gather(collection, modes)
     chosen, duplicates = _choose(found)
     rms = sorted({rm for rm, _ in chosen} | set(collection.rm_records))
+    ext_rows = external.rows if external is not None else {}
+    clash = sorted(set(rms) & set(ext_rows))
+    if clash:
+        raise DataError(f"external results {external.path}: name {clash[0]!r} is an RM of the store's records; rename it")
+    rms += list(ext_rows)
     if not rms:
         raise DataError(f"nothing to tabulate for study {collection.selection}")
     warnings = _check_compatible(chosen)
     k_of, k_warnings = _bon_ks(chosen, k)
     rows = fill_rows(collection, chosen, rms, k_of)
+    for rm, values in ext_rows.items():
+        rows.rows[rm].update(values)
     frame, varying, constant = _frame(rows.rows)
     context = _context(collection, found, chosen, rows, frame, modes=modes, k_of=k_of)
     context.varying_factors, context.constant_factors = varying, constant
     context.duplicates = duplicates
     # In the order they arise: selection, records, cells, then whole column groups an RM lacks.
-    context.missing = [*collection.notes, *found.notes, *rows.notes, *_missing_cells(frame, chosen)]
+    context.missing = [*collection.notes, *found.notes, *rows.notes, *_missing_cells(frame, chosen, set(ext_rows))]
+    context.external = external.provenance() if external is not None else None
     context.warnings = [*warnings, *k_warnings]
     return StudyTable(frame=frame, context=context)
 
@@ -274,13 +287,18 @@ def _frame(rows: Mapping[str, Mapping[str, Any]]) -> tuple[pd.DataFrame, dict[st
     return table, varying, constant
 
 
-def _missing_cells(frame: pd.DataFrame, chosen: Mapping[tuple[str, str], Cell]) -> list[str]:
-    """One note per RM without some benchmark or downstream column group."""
-    bench_groups = sorted({benchmark_group(c) for c in benchmark_columns(frame.columns)})
-    down_groups = sorted({setting_of(c) for c in downstream_columns(frame.columns)})
+def _missing_cells(frame: pd.DataFrame, chosen: Mapping[tuple[str, str], Cell], external: set[str]) -> list[str]:
+    """One note per RM without some benchmark or downstream column group (an external RM: no value in it)."""
+    bench, down = benchmark_columns(frame.columns), downstream_columns(frame.columns)
+    group_of = {**{c: benchmark_group(c) for c in bench}, **{c: setting_of(c) for c in down}}
+    groups = sorted({group_of[c] for c in bench}) + sorted({group_of[c] for c in down})
     notes = []
     for rm in frame.index:
-        absent = [g for g in bench_groups + down_groups if (rm, g) not in chosen]
+        if rm in external:
+            filled = {g for c, g in group_of.items() if pd.notna(frame.at[rm, c])}
+            absent = [g for g in groups if g not in filled]
+        else:
+            absent = [g for g in groups if (rm, g) not in chosen]
         if absent:
             label = str(frame.at[rm, "label"])
             who = label if label == short_name(rm) else f"{label} ({short_name(rm)})"

@@ -257,6 +257,9 @@ class CorrelateConfig(TaskBase):
     records: list[str] | None = None  # explicit record ids (any task)
     rms: list[str] | None = None  # every evaluate/bon/ppo record of these RMs
     select_experiment: str | None = None  # null: experiment_name (when neither records nor rms)
+    # An external results CSV (rlexp/analysis/external.py): beside the selected records, or alone when
+    # none of records, rms and select_experiment is given.
+    external: str | None = None
     k: int | None = None  # BoN k of the gain columns; null = the largest available
     profile_modes: list[ProfileMode] | None = None  # PRB profile modes to tabulate; null = all found
     n_boot: int = 1000

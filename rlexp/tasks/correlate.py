@@ -15,10 +15,11 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp.analysis.correlation_table import correlation_table, downstream_gain_differences, summary
+from rlexp.analysis.external import ExternalTable, group_correlations, read_external
 from rlexp.analysis.headline import summarise
 from rlexp.analysis.ndcg import PRB_VARIANT, ndcg_variants
 from rlexp.analysis.ppo_lineage import lineage_gains
-from rlexp.analysis.records import collect
+from rlexp.analysis.records import Collection, collect
 from rlexp.analysis.report import write_outputs
 from rlexp.analysis.study_table import StudyTable
 from rlexp.analysis.table import build_table
@@ -74,6 +75,11 @@ def _correlate(ctx: RunContext, study: StudyTable, settings: dict[str, Any]) -> 
                                                   alpha=settings["alpha"], seed=settings["seed"])
     context.headline = headline = summarise(study, corr, prb_mode=settings["headline_prb_mode"],
                                             controls=settings["controls"], alpha=settings["alpha"])
+    if context.external:
+        spec = headline["spec"]
+        context.external_groups = group_correlations(
+            study.frame, context.external["names"], context.external["groups"], [(b, d) for b in spec["benchmarks"] for d in spec["downstream"]],
+            n_boot=settings["n_boot"], seed=settings["seed"], alpha=settings["alpha"])
     paths = write_outputs(ctx.work_dir, study, corr, {k: v for k, v in settings.items() if k != "ndcg"})
     for name, path in paths.items():
         ctx.add_artifact(name, path)
@@ -95,18 +101,28 @@ def _correlate(ctx: RunContext, study: StudyTable, settings: dict[str, Any]) -> 
                                             "ndcg_normalised", "ndcg_null_p", "verdict")} for r in headline["rows"]]}
 
 
+def _collection(cfg: DictConfig, store: Store, external: ExternalTable | None) -> Collection:
+    """The selected records; none when external results come alone (no records, rms or select_experiment)."""
+    if external is not None and not (cfg.records or cfg.rms or cfg.select_experiment):
+        return Collection(store=store, selection=f"external results {external.path}", records=[])
+    return collect(store, **_selection(cfg))
+
+
 def run(cfg: DictConfig) -> Record:
     """Correlate (or find the correlation of) the study's benchmark scores and downstream gains."""
     settings = _settings(cfg)
     store = Store(cfg.paths.store)
-    collection = collect(store, **_selection(cfg))
+    external = read_external(cfg.external) if cfg.get("external") else None
+    collection = _collection(cfg, store, external)
     used = {r.id: r for r in [*collection.records, *collection.rm_records.values()]}  # + train_rm records read for factors
     inputs = {f"{r.task}/{r.id}": r.id for r in sorted(used.values(), key=lambda r: (r.task, r.id))}
+    if external is not None:  # its content, not its path: an edited file is a new correlation
+        inputs["external"] = external.sha256[:16]
     found = existing_record("correlate", cfg, inputs)
     if found is not None:
         return found  # already on record: no table to build (a finished study's rerun)
     # Built before the run starts, so a study that cannot be tabulated fails before any output exists.
-    study = build_table(collection, k=settings["k"], profile_modes=settings["profile_modes"])
+    study = build_table(collection, k=settings["k"], profile_modes=settings["profile_modes"], external=external)
     return execute("correlate", cfg, lambda ctx: _correlate(ctx, study, settings), inputs)
 
 
