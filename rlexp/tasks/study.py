@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from rlexp import inputs
 from rlexp.config import check_config
 from rlexp.config.tasks import STEP_KINDS
-from rlexp.errors import ConfigError, StoreError
+from rlexp.errors import ConfigError, RlexpError, StoreError
 from rlexp.job_graph import Job, KindClock
 from rlexp.runtime import hydra_entry, one_line, quote
 from rlexp.store import Record, Store
@@ -159,6 +159,11 @@ def _correlate(cfg: DictConfig, plan: StudyPlan, results: Results, rms: dict[str
         for k, e in failed.items():
             print(f"  {k}: {e}")
     print(f"rlexp study: {len(rms)} reward models, {len(record_ids)} records; report: {report}")
+    if failed:
+        # The report covers what finished; a failed step must not pass for a finished study (exit 2, as a
+        # sweep whose jobs failed). The same command retries exactly the failed steps and their dependants.
+        raise RlexpError(f"{len(failed)} of {len(results)} study steps failed (listed above); the report covers "
+                         f"the steps that finished: {report}; rerun the same command to retry the failed ones")
     return record
 
 

@@ -179,6 +179,26 @@ def test_study_rerun_trains_again_an_rm_whose_folder_was_deleted_or_record_cut_s
     assert len(ran) == 1 and "study: train_rm: 2 step(s) ran" in ran[0], ran
 
 
+@pytest.mark.slow
+def test_a_study_with_a_failed_step_writes_its_report_and_exits_2(small_study: tuple[Path, Path], tmp_path: Path) -> None:
+    """A step that fails (here a PPO pick whose RM the grid does not train) does not pass for a finished study:
+    the report of what finished is written, the failed steps are listed, and the study exits 2 with one line."""
+    root, rb2 = small_study
+    copy = tmp_path / "root"
+    shutil.copytree(root / "runs", copy / "runs", copy_function=os.link, ignore=shutil.ignore_patterns(".*.lock"))
+    small = [o for o in SMALL if not o.startswith("study.ppo=")]
+    cmd = rlexp_cmd("study", *small, f"+study.overrides.evaluate=['benchmark.rb2.source={rb2}']",
+                    "study.ppo=[{model:tiny_llama,data:nowhere,epochs:1}]")
+    out = subprocess.run(cmd, env=env_with(RLEXP_ROOT=str(copy)), capture_output=True, text=True, timeout=1800)
+    assert out.returncode == 2, out.stdout[-3000:] + out.stderr[-3000:]
+    assert any("nowhere" in ln and ln.endswith(": no trained RM for this pick") for ln in out.stdout.splitlines()), \
+        out.stdout[-3000:]
+    last = [ln for ln in out.stderr.splitlines() if ln.strip()][-1]
+    assert last.startswith("rlexp study: error: 1 of ") and "study steps failed (listed above)" in last, last
+    report = Path(last.split("the report covers the steps that finished: ", 1)[1].split(";", 1)[0])
+    assert report.is_file() and report.read_text().startswith("# Do benchmark scores predict downstream gains?")
+
+
 def test_a_study_refuses_a_reward_model_whose_folder_lost_its_config(tmp_path: Path) -> None:
     """The study's last check before its report (rlexp.tasks.study.check_rm_folders): a model folder
     that lost its config.json but kept whole weights is no damaged record to the store (its integrity
