@@ -74,6 +74,8 @@ def fill_rows(collection: Collection, chosen: Mapping[tuple[str, str], Cell], rm
         out.rows[rm]["external"] = rm not in collection.rm_records
     for (rm, group), cell in sorted(chosen.items()):
         rec = cell.record
+        if out.rows[rm]["external"] and out.rows[rm].get("lineage") is None:  # a published RM: as its records say
+            out.rows[rm]["lineage"] = (rec.info.get("rm") or {}).get("lineage")
         if group == "rb2":
             _fill_rb2(out.rows[rm], rec.metrics["rb2"])
         elif group.startswith("prb/"):

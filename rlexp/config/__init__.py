@@ -4,7 +4,7 @@ Each primary config (``conf/<task>.yaml``) lists its schema first in its default
 misspelled key, a wrong type or a value outside a choice fails at compose time with a message
 naming the key. Tasks convert their nodes to these dataclasses once (``OmegaConf.to_object``) and
 pass typed objects down. ``choices`` holds the enums, ``nodes`` the shared nodes, ``tasks`` the
-per-task schemas; import a schema from its module (``from rlexp.config.nodes import ScorerConfig``).
+per-task schemas, ``study`` the study grid; import a schema from its module (``from rlexp.config.nodes import ScorerConfig``).
 """
 
 from __future__ import annotations

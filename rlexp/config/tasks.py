@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlexp.config.checks import check_folder_name, check_seed, check_wandb_tag
-from rlexp.config.choices import Algorithm, Launcher, LoggerKind, ProfileMode, ValueInit, coerce_choices
+from rlexp.config.choices import Algorithm, LoggerKind, ProfileMode, ValueInit
 from rlexp.config.nodes import (
     BenchmarkConfig,
     DeepSpeedConfig,
@@ -23,6 +23,7 @@ from rlexp.config.nodes import (
     SandboxConfig,
     ScorerConfig,
 )
+from rlexp.config.study import StudyGrid
 from rlexp.errors import ConfigError
 
 
@@ -120,6 +121,8 @@ class TrainRMConfig(TaskBase):
 class EvaluateConfig(TaskBase):
     task_name: str = "evaluate"
     rm: str = "???"
+    # The lineage of an RM given as a folder or hub id (null: its config.json's model_type); a record's wins.
+    rm_lineage: str | None = None
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
     scorer: ScorerConfig = field(default_factory=ScorerConfig)
     profile: ProfileConfig = field(default_factory=ProfileConfig)
@@ -142,6 +145,8 @@ class SampleConfig(TaskBase):
 class BonConfig(SampleConfig):
     task_name: str = "bon"
     rm: str = "???"
+    # The lineage of an RM given as a folder or hub id (null: its config.json's model_type); a record's wins.
+    rm_lineage: str | None = None
     scorer: ScorerConfig = field(default_factory=ScorerConfig)
     profile: ProfileConfig = field(default_factory=ProfileConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
@@ -187,6 +192,8 @@ class PPOSettings:
 class PPOTaskConfig(SampleConfig):
     task_name: str = "ppo"
     rm: str = "???"  # train_rm record id | folder | hub id | judge:rubric | judge:verifier
+    # The lineage of an RM given as a folder or hub id (null: its config.json's model_type); a record's wins.
+    rm_lineage: str | None = None
     algorithm: Algorithm = Algorithm.ppo
     value_init: ValueInit = ValueInit.auto
     reward_scale: float = 1.0
@@ -267,114 +274,6 @@ class CorrelateConfig(TaskBase):
     ndcg: CorrelateNDCGConfig = field(default_factory=CorrelateNDCGConfig)
     headline: CorrelateHeadlineConfig = field(default_factory=CorrelateHeadlineConfig)
     alpha: float = 0.05
-
-
-@dataclass
-class PPOPick:
-    model: str = "tiny_llama"
-    data: str = "personal"
-    epochs: float = 1.0
-
-
-# The kinds of study step (the first part of a step's key); `sample` is a Best-of-N or PPO baseline pool.
-STEP_KINDS = ("lineage", "train_rm", "evaluate", "sample", "bon", "ppo")
-
-
-@dataclass
-class StepResources:
-    """What one SLURM job of a kind of study step asks for (``study.resources.<kind>``; the kinds are
-    :data:`STEP_KINDS`). A step with more than one GPU runs its task under ``accelerate launch`` inside
-    its allocation."""
-
-    gpus: int = 0
-    cpus: int = 1
-    mem_gb: float = 4.0
-    time_min: int = 60
-    partition: str | None = None  # null: the cluster's default partition
-    # Further sbatch options, name -> value without the leading dashes, e.g. {account: lab, constraint: a100}.
-    sbatch: dict[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        for name, low in (("gpus", 0), ("cpus", 1), ("time_min", 1)):
-            if int(getattr(self, name)) < low:
-                raise ConfigError(f"study.resources.*.{name}={getattr(self, name)}: must be at least {low}")
-        if not float(self.mem_gb) > 0:
-            raise ConfigError(f"study.resources.*.mem_gb={self.mem_gb}: must be above 0")
-
-
-@dataclass
-class SlurmSettings:
-    """How ``study.launcher=slurm`` dispatches: submitit's job folders and logs, and the step-to-job map
-    that lets a rerun find steps still running, live under ``folder`` (on a filesystem every node sees)."""
-
-    folder: str = "${paths.output_root}/slurm"
-    max_in_flight: int = 64  # steps submitted and not yet finished, at most
-    poll_s: float = 2.0  # seconds between looks at the queue
-
-    def __post_init__(self) -> None:
-        if int(self.max_in_flight) < 1:
-            raise ConfigError(f"study.slurm.max_in_flight={self.max_in_flight}: must be at least 1")
-        if not float(self.poll_s) > 0:
-            raise ConfigError(f"study.slurm.poll_s={self.poll_s}: must be above 0")
-
-
-@dataclass
-class StudyGrid:
-    lineages: list[str] = field(default_factory=lambda: ["tiny_llama", "tiny_qwen"])
-    mixes: list[str] = field(default_factory=lambda: ["general", "personal", "mix", "flipped"])
-    epochs: list[float] = field(default_factory=lambda: [1.0, 2.0])
-    train_profile: str = "planner"
-    eval_profiles: list[str] = field(default_factory=lambda: ["none", "planner"])
-    # Further benchmark presets (conf/benchmark) every RM is evaluated on once, e.g. `comparison`:
-    # PRB's comparison benchmarks, Chatbot Arena- and PRISM-Personalized.
-    extra_benchmarks: list[str] = field(default_factory=list)
-    prompt_sets: list[str] = field(default_factory=lambda: ["personalized", "general"])
-    policy: str = "tiny_llama"
-    ppo: list[PPOPick] = field(default_factory=list)
-    ppo_upper_bound: bool = True
-    # PPO's training prompt set per evaluation prompt set (``prompt_sets`` names the evaluation sets):
-    # e.g. {rb2_suite: tulu3_prefs}, RewardBench 2's protocol (PPO on the Tulu 3 preference-mixture
-    # prompts, evaluated on the suite). A prompt set not listed trains on its own train split and is
-    # evaluated on its held-out split (LaMP-QA: train, then test).
-    ppo_train_prompts: dict[str, str] = field(default_factory=dict)
-    # Training seeds: every RM configuration and every PPO pick runs once per seed (the RM of a
-    # PPO pick is the one trained with the same seed), so the report can show seed-to-seed spread
-    # next to the prompt CIs. null = the study's own ``seed`` only. Evaluation, sampling pools and
-    # Best-of-N keep the study seed: one pool serves every RM.
-    seeds: list[int] | None = None
-    # PPO training seeds with the RMs fixed: every PPO pick and the upper bound run once per seed,
-    # each training its own policy and drawing its own evaluation samples and baseline pool, and the
-    # report pools a pick's seeds per prompt (rlexp/analysis/replicates.py). One run's PPO gain is one
-    # seed's draw: in the sandbox the seed moves it as much as the choice of RM (docs/sandbox.md).
-    # null = one run per pick, at the study's seed. Not combined with ``seeds``.
-    ppo_seeds: list[int] | None = None
-    # Worker processes (each with runtime.threads torch threads); null: one per usable core, at most one
-    # per 2 GiB of available memory (rlexp/job_graph.py worker_count). Results do not depend on it.
-    n_jobs: int | None = None
-    # local: steps run in worker processes here (n_jobs); slurm: each step is a SLURM job (submitit),
-    # sized by ``resources``; the parent plans, dispatches and correlates (rlexp/slurm_dispatch.py).
-    launcher: Launcher = Launcher.local
-    resources: dict[str, StepResources] = field(default_factory=lambda: {k: StepResources() for k in STEP_KINDS})
-    slurm: SlurmSettings = field(default_factory=SlurmSettings)
-    # Print every step the grid would run, how many of each kind and what each asks of a cluster
-    # (``resources``), then stop: the bill before any GPU work. Nothing is built or probed.
-    dry_run: bool = False
-    # Decide steps whose record exists in the parent, from the ledger of steps run before with the
-    # same code and configs (rlexp/step_ledger.py); false dispatches every step (as before).
-    step_ledger: bool = True
-    # task -> extra hydra overrides; the key ``model`` applies to every task that builds or loads
-    # a lineage (train_rm, sample, bon, ppo), so e.g. a lighter tiny lineage stays one lineage.
-    overrides: dict[str, list[str]] = field(default_factory=dict)
-    # lineage -> extra hydra overrides for the steps that build or load that lineage only (its RMs; the
-    # policy's pools, Best-of-N and PPO when it is the policy), after ``overrides.model``: e.g. one
-    # lineage lighter than the other, as the test world's tiny_qwen.
-    lineage_overrides: dict[str, list[str]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        coerce_choices(self, "study")
-        for key in ("seeds", "ppo_seeds"):
-            for seed in getattr(self, key) or []:
-                check_seed(seed, f"study.{key}")
 
 
 @dataclass

@@ -331,8 +331,9 @@ def pool_scores(
 # --- reward models and judges -------------------------------------------------------------------
 
 
-def rm(ref: str, store: Store) -> RMRef:
-    """A reward model: a train_rm record id (or unique prefix), a local folder or a hub id."""
+def rm(ref: str, store: Store, lineage: str | None = None) -> RMRef:
+    """A reward model: a train_rm record id (or unique prefix), a local folder or a hub id. The lineage of
+    a folder or hub id is ``lineage`` (``rm_lineage``), else a folder's config.json ``model_type``."""
     ref = str(ref)
     if not ref or ref == "???":
         raise ConfigError("rm is required: a train_rm record id, a local folder or a hub id")
@@ -347,8 +348,12 @@ def rm(ref: str, store: Store) -> RMRef:
         raise ConfigError(f"rm={ref!r} is no record, folder or hub id{hint}")
     if is_local(ref):
         path = check_model_dir(Path(ref).expanduser())
-        return RMRef(str(path.resolve()), str(path.resolve()), None, None)
-    return RMRef(ref, ref, None, None)
+        try:  # a PEFT adapter folder has no config.json
+            model_type = json.loads((path / "config.json").read_text()).get("model_type")
+        except (OSError, ValueError):
+            model_type = None
+        return RMRef(str(path.resolve()), str(path.resolve()), lineage or model_type, None)
+    return RMRef(ref, ref, lineage, None)
 
 
 def gold_judge(cfg: Any, kind: str) -> Scorer:
@@ -390,5 +395,5 @@ def reward(cfg: Any) -> tuple[Scorer, str, str | None]:
             raise ConfigError(f"rm=judge:<name>: judge={name!r} is not one of {', '.join(JudgeName)}")
         jcfg = OmegaConf.merge(cfg, {"judge": {"name": name}})
         return gold_judge(jcfg, str(cfg.prompts.name)), ref, None
-    found = rm(ref, Store(cfg.paths.store))
+    found = rm(ref, Store(cfg.paths.store), cfg.get("rm_lineage"))
     return reward_scorer(found, cfg.scorer, cfg.profile), found.input_id, found.lineage

@@ -159,7 +159,7 @@ def run(cfg: DictConfig) -> Record:
         ks = default_ks(cfg.sampling.n)
     check_gold_judge(cfg.judge, cfg.prompts)  # a bad judge config fails before sampling
     probe_served_judges(cfg, judge_cache_dir(cfg))  # a served judge that is down fails before sampling
-    rm = inputs.rm(cfg.rm, Store(cfg.paths.store))
+    rm = inputs.rm(cfg.rm, Store(cfg.paths.store), cfg.get("rm_lineage"))
     pool, prompts = inputs.pool(cfg)
     kind = prompts[0].kind if prompts else cfg.prompts.name
     gold_key = judge_key(cfg.judge, kind, cfg.prompts)

@@ -172,7 +172,7 @@ def run(cfg: DictConfig) -> Record:
         raise ConfigError("Chatbot Arena-/PRISM-Personalized are scored with scalar reward models only (scorer.kind=seq_cls)")
     store = Store(cfg.paths.store)
     rm = _judge_ref(cfg) if cfg.scorer.kind == "generative" else None
-    rm = rm or inputs.rm(cfg.rm, store)
+    rm = rm or inputs.rm(cfg.rm, store, cfg.get("rm_lineage"))
     ids = {"rm": rm.input_id}
     rb2 = prb = None
     if cfg.benchmark.rb2 is not None:

@@ -21,13 +21,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from rlexp import inputs
 from rlexp.config import check_config
-from rlexp.config.tasks import STEP_KINDS
+from rlexp.config.study import STEP_KINDS
 from rlexp.errors import ConfigError, RlexpError, StoreError
 from rlexp.job_graph import Job, KindClock
 from rlexp.runtime import hydra_entry, one_line, quote
 from rlexp.store import Record, Store
 from rlexp.tasks import correlate
-from rlexp.tasks.study_plan import Results, Step, StudyPlan, ppo_prompts, read_first
+from rlexp.tasks.study_plan import Published, Results, Step, StudyPlan, ppo_prompts, read_first
 
 log = logging.getLogger("rlexp")
 
@@ -77,53 +77,76 @@ def _ppo_pool_seeds(plan: StudyPlan) -> list[int | None]:
     return [None, *extra]
 
 
-def _reader(plan: StudyPlan, task: str, key: str, rm_key: str | None, pool: str, ov: list[str],
+def _rm_overrides(rm: str | Published | None, ids: dict[str, str]) -> list[str]:
+    """``rm=`` of a step: the record id the job ``rm`` made, a published RM's reference, or none (a judge)."""
+    if isinstance(rm, str):
+        return [f"rm={quote(ids[rm])}"]
+    return rm.overrides() if rm is not None else []
+
+
+def _reader(plan: StudyPlan, task: str, key: str, rm: str | Published | None, pool: str, ov: list[str],
             seed: int | None = None) -> Job:
-    """A BoN or PPO job: it waits for its RM (``rm_key``, None for a gold judge) and its pool."""
-    needs = (rm_key, pool) if rm_key else (pool,)
-    return Job(key, needs, lambda ids: plan.step(task, key, ([f"rm={quote(ids[rm_key])}"] if rm_key else []) + ov, seed=seed))
+    """A BoN or PPO job: it waits for its pool and, for a trained RM (``rm``: its job's key), that RM; a
+    published RM (:class:`Published`) is there already, a gold judge (None) needs none."""
+    needs = (rm, pool) if isinstance(rm, str) else (pool,)
+    return Job(key, needs, lambda ids: plan.step(task, key, _rm_overrides(rm, ids) + ov, seed=seed))
 
 
-def _downstream_jobs(plan: StudyPlan, trains: list[Job],
-                     pool_of: dict[tuple[str, str, int | None], str]) -> tuple[list[Job], list[Job], list[Job]]:
-    """(PPO jobs, personalized first; evaluation jobs; Best-of-N jobs)."""
+def _ppo_jobs(plan: StudyPlan, pool_of: dict[tuple[str, str, int | None], str]) -> list[Job]:
+    """Every PPO run: each pick per training seed (or per PPO seed), then the gold-judge upper bound."""
     g = plan.grid
     ppo: list[Job] = []
     for ps in sorted(g.prompt_sets, key=lambda p: p != "personalized"):  # the longest PPO runs first
         ov = [f"model={g.policy}", *ppo_prompts(g, ps), f"profile={g.train_profile}"]
         for pick in g.ppo:
-            for seed in plan.seeds:
-                rm_key = plan.seeded(f"train_rm/{pick.model}/{pick.data}/e{float(pick.epochs):g}", seed)
+            if pick.get("rm") is not None:  # a published RM: no training seed of its own
+                rm_key, rm, seeds = f"rm/{pick.rm}", plan.published[str(pick.rm)], [None]
+            else:
+                rm_key = f"train_rm/{pick.model}/{pick.data}/e{float(pick.epochs):g}"
+                rm, seeds = None, plan.seeds
+            for seed in seeds:
+                key = rm_key if seed is None else plan.seeded(rm_key, seed)
+                src = rm or key
                 if plan.ppo_seeds is None:
-                    sd = None if len(plan.seeds) == 1 else seed
-                    ppo.append(_reader(plan, "ppo", f"ppo/{rm_key}/{ps}", rm_key, pool_of[("ppo", ps, sd)], ov, sd))
+                    sd = None if seed is None or len(plan.seeds) == 1 else seed
+                    ppo.append(_reader(plan, "ppo", f"ppo/{key}/{ps}", src, pool_of[("ppo", ps, sd)], ov, sd))
                 for t in plan.ppo_seeds or []:
-                    ppo.append(_reader(plan, "ppo", f"ppo/{rm_key}/{ps}/s{t}", rm_key, pool_of[("ppo", ps, t)], ov, t))
+                    ppo.append(_reader(plan, "ppo", f"ppo/{key}/{ps}/s{t}", src, pool_of[("ppo", ps, t)], ov, t))
         if g.ppo and g.ppo_upper_bound:
             judge = "rubric" if ps == "personalized" else "verifier"
             for t in plan.ppo_seeds or [None]:
                 key = f"ppo/upper_bound/{ps}" + ("" if t is None else f"/s{t}")
                 ppo.append(_reader(plan, "ppo", key, None, pool_of[("ppo", ps, t)],
                                    [f"rm=judge:{judge}", f"model={g.policy}", *ppo_prompts(g, ps)], t))
+    return ppo
+
+
+def _downstream_jobs(plan: StudyPlan, trains: list[Job],
+                     pool_of: dict[tuple[str, str, int | None], str]) -> tuple[list[Job], list[Job], list[Job]]:
+    """(PPO jobs, personalized first; evaluation jobs; Best-of-N jobs) of every RM, trained and published."""
+    g = plan.grid
+    sources: list[tuple[str, str | Published]] = [(t.key, t.key) for t in trains]
+    sources += [(f"rm/{name}", pub) for name, pub in plan.published.items()]
     evals: list[Job] = []
     bon: list[Job] = []
-    for train in trains:
+    for src_key, rm in sources:
+        needs = (rm,) if isinstance(rm, str) else ()
         for i, mode in enumerate(g.eval_profiles):
             ov = [f"benchmark={'both' if i == 0 else 'prb'}", f"profile={mode}"]
-            key = f"evaluate/{train.key}/{mode}"
-            evals.append(Job(key, (train.key,), lambda ids, k=key, t=train.key, o=ov: plan.step("evaluate", k, [f"rm={quote(ids[t])}", *o])))
+            key = f"evaluate/{src_key}/{mode}"
+            evals.append(Job(key, needs, lambda ids, k=key, r=rm, o=ov: plan.step("evaluate", k, [*_rm_overrides(r, ids), *o])))
         for bench in g.extra_benchmarks:
-            key = f"evaluate/{train.key}/{bench}"
-            evals.append(Job(key, (train.key,), lambda ids, k=key, t=train.key, b=bench: _extra_benchmark(plan, k, ids[t], b)))
+            key = f"evaluate/{src_key}/{bench}"
+            evals.append(Job(key, needs, lambda ids, k=key, r=rm, b=bench: _extra_benchmark(plan, k, _rm_overrides(r, ids), b)))
         for ps in g.prompt_sets:
             ov = [f"model={g.policy}", f"prompts={ps}", f"profile={g.train_profile}"]
-            bon.append(_reader(plan, "bon", f"bon/{train.key}/{ps}", train.key, pool_of[("bon", ps, None)], ov))
-    return ppo, evals, bon
+            bon.append(_reader(plan, "bon", f"bon/{src_key}/{ps}", rm, pool_of[("bon", ps, None)], ov))
+    return _ppo_jobs(plan, pool_of), evals, bon
 
 
-def _extra_benchmark(plan: StudyPlan, key: str, rid: str, bench: str) -> Step:
+def _extra_benchmark(plan: StudyPlan, key: str, rm: list[str], bench: str) -> Step:
     # An extra benchmark names its own preset: a study-wide `benchmark=` override is for RB2/PRB.
-    step = plan.step("evaluate", key, [f"rm={quote(rid)}"])
+    step = plan.step("evaluate", key, rm)
     return Step("evaluate", key, [o for o in step.overrides if not o.startswith("benchmark=")] + [f"benchmark={bench}"])
 
 
@@ -158,7 +181,7 @@ def _correlate(cfg: DictConfig, plan: StudyPlan, results: Results, rms: dict[str
         print(f"rlexp study: {len(failed)} step(s) failed:")
         for k, e in failed.items():
             print(f"  {k}: {e}")
-    print(f"rlexp study: {len(rms)} reward models, {len(record_ids)} records; report: {report}")
+    print(f"rlexp study: {len(rms) + len(plan.published)} reward models, {len(record_ids)} records; report: {report}")
     if failed:
         # The report covers what finished; a failed step must not pass for a finished study (exit 2, as a
         # sweep whose jobs failed). The same command retries exactly the failed steps and their dependants.

@@ -13,15 +13,16 @@ import os
 import traceback
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from rlexp import inputs
 from rlexp.config import CONF_DIR
-from rlexp.config.tasks import STEP_KINDS, StudyGrid
+from rlexp.config.study import STEP_KINDS, PublishedRM, StudyGrid
 from rlexp.errors import ConfigError, RlexpError
 from rlexp.job_graph import Dispatcher, Job, KindClock, Result, run_jobs, worker_count
-from rlexp.runtime import compose_task, one_line
+from rlexp.runtime import compose_task, one_line, quote
 from rlexp.scoring.factory import check_gold_judge, judge_cache_dir, probe_served_judges
 from rlexp.step_ledger import StepLedger
 from rlexp.store import Store
@@ -100,14 +101,56 @@ def study_seeds(grid: DictConfig | StudyGrid, default: int, field: str = "seeds"
 Results = dict[str, Result]  # step key -> (record id, error)
 
 
+@dataclass(frozen=True)
+class Published:
+    """One of ``study.rms``, resolved: the reference its steps pass as ``rm=`` and its lineage."""
+
+    ref: str
+    lineage: str | None
+
+    def overrides(self) -> list[str]:
+        return [f"rm={quote(self.ref)}"] + ([f"rm_lineage={quote(self.lineage)}"] if self.lineage else [])
+
+
+def published_rms(entries: Any, store: Store) -> dict[str, Published]:
+    """``study.rms`` by name: each entry a hub id or folder, or {rm, lineage, name}; a folder must hold a
+    model, names must differ. Every problem is one line naming the entry."""
+    out: dict[str, Published] = {}
+    items = OmegaConf.to_container(entries, resolve=True) if OmegaConf.is_config(entries) else list(entries or [])
+    for i, item in enumerate(items):
+        where = f"study.rms[{i}]"
+        try:
+            entry = PublishedRM(rm=item) if isinstance(item, str) else PublishedRM(**dict(item))
+        except TypeError as exc:
+            raise ConfigError(f"{where}: give a hub id or folder, or {{rm, lineage, name}} ({exc})") from None
+        try:
+            found = inputs.rm(str(entry.rm), store, entry.lineage)
+        except RlexpError as exc:
+            raise ConfigError(f"{where}: {one_line(exc)}") from None
+        if found.record_id is not None:
+            raise ConfigError(f"{where}: {entry.rm!r} is a record of this store; study.rms is for RMs the study "
+                              "does not train (a hub id or a folder)")
+        name = entry.name or str(entry.rm).rstrip("/").rsplit("/", 1)[-1]
+        if name in out:
+            raise ConfigError(f"{where}: the name {name!r} is taken by another entry; give it a name: {{rm: ..., name: ...}}")
+        out[name] = Published(found.input_id, found.lineage)
+    return out
+
+
 class StudyPlan:
     """The overrides every step shares, and how a step's full override list is made."""
 
     def __init__(self, cfg: DictConfig) -> None:
         g = cfg.study
-        if not g.lineages or not g.mixes or not g.epochs:
-            raise ConfigError("study grid is empty: study.lineages, study.mixes and study.epochs need at least one value")
+        if (g.lineages and (not g.mixes or not g.epochs)) or not (g.lineages or g.rms):
+            raise ConfigError("study grid is empty: study.lineages, study.mixes and study.epochs need at least one "
+                              "value (or study.lineages: [] with published RMs in study.rms)")
         self.grid = g
+        self.published = published_rms(g.rms, Store(cfg.paths.store))
+        for i, pick in enumerate(g.ppo):
+            if pick.get("rm") is not None and str(pick.rm) not in self.published:
+                raise ConfigError(f"study.ppo[{i}].rm={pick.rm!r}: not a name of study.rms "
+                                  f"({', '.join(self.published) or 'none'})")
         self.seeds = study_seeds(g, int(cfg.seed))  # before any composition: a bad list fails at once
         # PPO seeds of the study's RMs: None = one run per pick, at the seed of its RM.
         self.ppo_seeds = None if g.ppo_seeds is None else study_seeds(g, int(cfg.seed), "ppo_seeds")

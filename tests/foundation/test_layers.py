@@ -36,7 +36,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("scorer",),  # the scorer contract
     ("data",),  # schemas, loaders, mixes, formatting
     ("store", "config"),  # records; typed config schemas
-    ("errors", "redaction", "integrity"),  # one-line errors; secrets by key and value pattern; files cut short
+    # one-line errors; secrets by key and value pattern; files cut short; what a record id hashes
+    ("errors", "redaction", "integrity", "record_hash"),
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 
