@@ -109,9 +109,10 @@ start() {
   flock 9
   install
   configure
-  running munged || runuser -u munge -- /usr/sbin/munged || die "munged did not start"
-  running slurmctld || slurmctld || die "slurmctld did not start (see /var/log/slurm/slurmctld.log)"
-  running slurmd || slurmd || die "slurmd did not start (see /var/log/slurm/slurmd.log)"
+  # 9>&-: a daemon must not inherit the lock, or it holds it for its life and every later start waits.
+  running munged || runuser -u munge -- /usr/sbin/munged 9>&- || die "munged did not start"
+  running slurmctld || slurmctld 9>&- || die "slurmctld did not start (see /var/log/slurm/slurmctld.log)"
+  running slurmd || slurmd 9>&- || die "slurmd did not start (see /var/log/slurm/slurmd.log)"
   for _ in $(seq 50); do
     if sinfo -h -o %T 2>/dev/null | grep -qE '^(idle|mixed|allocated)'; then
       scontrol update nodename="$HOST" state=resume >/dev/null 2>&1 || true

@@ -40,6 +40,21 @@ def cluster() -> dict[str, str]:
     return env_with(PATH=f"{bin_dir}:{os.environ['PATH']}")
 
 
+def test_a_second_start_finds_the_cluster_up_at_once(cluster: dict[str, str]) -> None:
+    """The daemons a start launched do not hold its lock: another start (a second test worker, a second
+    test run) returns at once instead of waiting for them to exit."""
+    t0 = time.time()
+    again = subprocess.run(["bash", str(SCRIPT), "start"], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "local SLURM cluster up" in again.stdout, again.stdout + again.stderr
+    assert time.time() - t0 < 60
+    for daemon in ("munged", "slurmctld", "slurmd"):
+        pids = subprocess.run(["pgrep", "-x", daemon], capture_output=True, text=True).stdout.split()
+        assert pids, daemon
+        held = [os.readlink(f"/proc/{pid}/fd/{fd}") for pid in pids for fd in os.listdir(f"/proc/{pid}/fd")
+                if os.path.exists(f"/proc/{pid}/fd/{fd}")]
+        assert not any(h.endswith("rlexp-local-cluster.lock") for h in held), daemon
+
+
 def _jobs(env: dict[str, str]) -> dict[str, tuple[str, str]]:
     """Every job the cluster remembers: id -> (name, state)."""
     out = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i|%j|%T"], env=env, capture_output=True, text=True,
