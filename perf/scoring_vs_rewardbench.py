@@ -87,6 +87,17 @@ def _rlexp_evaluate(model: Path, dataset: Path, work: Path, share_prefix: bool) 
     return json.loads(out.read_text()), wall
 
 
+def _copy_id(item_id: str, copy: int) -> str:
+    """A row's id in its ``copy``-th repetition. Ties ids keep their ``ref:N``/``tied:N`` form (the loader and
+    run_v2 group a prompt's completions by N), so copies move N past the sandbox's own numbers."""
+    if copy == 0:
+        return item_id
+    kind, _, number = item_id.partition(":")
+    if kind in ("ref", "tied") and number.isdigit():
+        return f"{kind}:{int(number) + copy * 1_000_000}"
+    return f"{item_id}-r{copy}"
+
+
 def real_size_file(folder: str, completions: int, out_dir: Path) -> Path:
     """The sandbox RB2's rows repeated, ids made unique, until the file holds ``completions`` completions
     (run_v2 and rlexp both read the folder's ``test.parquet``)."""
@@ -100,12 +111,17 @@ def real_size_file(folder: str, completions: int, out_dir: Path) -> Path:
         for row in rows:
             if total >= completions:
                 break
-            out.append({**row, "id": f"{row['id']}" if copy == 0 else f"{row['id']}-r{copy}"})
+            out.append({**row, "id": _copy_id(str(row["id"]), copy)})
             total += len(row["chosen"]) + len(row["rejected"])
         copy += 1
     out_dir.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(out, schema=table.schema), out_dir / "test.parquet")
     return out_dir
+
+
+def _progress(line: str) -> None:
+    """One line per finished pair on stderr, so a long run shows where it is (the summary goes to stdout)."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _spread(ratios: list[float]) -> str:
@@ -148,13 +164,14 @@ def main() -> None:
                                                                                   share_prefix=True))
             scorer.score(queries)  # the warm-up pass, not counted (run_v2's first pass is not counted either)
             ours, theirs = [], []
-            for _ in range(args.pairs):
+            for pair in range(args.pairs):
                 scorer.stats.extra["positions"] = 0
                 t0 = time.perf_counter()
                 scores = scorer.score(queries)
                 ours.append(time.perf_counter() - t0)
                 seen, _ = _run_v2(python, folder, dataset, work, passes=2)
                 theirs.append(seen["pass_seconds"][-1])
+                _progress(f"warm pair {pair + 1}/{args.pairs}: rlexp {ours[-1]:.1f} s, run_v2 {theirs[-1]:.1f} s")
             rendered = [scorer.render(q) for q in queries]
             ratios = [t / o for o, t in zip(ours, theirs, strict=True)]
             print("\nwarm, in one process each (shared prefixes; inference only):")
@@ -173,13 +190,16 @@ def main() -> None:
 
         if args.only in (None, "process"):
             rows = {"shared prefixes": ([], []), "default path": ([], [])}
-            for _ in range(args.pairs):  # alternating: rlexp (shared), rlexp (default), run_v2
+            for pair in range(args.pairs):  # alternating: rlexp (shared), rlexp (default), run_v2
                 mine = {name: _rlexp_evaluate(folder, dataset, work, share_prefix=(name == "shared prefixes"))
                         for name in rows}
                 seen, wall = _run_v2(python, folder, dataset, work)
                 for name, (scoring, walls) in rows.items():
                     scoring.append(seen["seconds"] / mine[name][0]["seconds"])
                     walls.append(wall / mine[name][1])
+                _progress(f"process pair {pair + 1}/{args.pairs}: " + ", ".join(
+                    f"{name} {mine[name][0]['seconds']:.1f} s scoring / {mine[name][1]:.1f} s wall" for name in rows)
+                    + f", run_v2 {seen['seconds']:.1f} s / {wall:.1f} s")
             print("\nwhole processes (`rlexp evaluate` against `run_v2.py`, as a user runs them):")
             for name, (scoring, walls) in rows.items():
                 print(f"  {name:<16}: scoring time {_spread(scoring)}; wall time {_spread(walls)}")
