@@ -90,11 +90,13 @@ def _rlexp_evaluate(model: Path, dataset: Path, work: Path, share_prefix: bool) 
 def _copy_id(item_id: str, copy: int) -> str:
     """A row's id in its ``copy``-th repetition. Ties ids keep their ``ref:N``/``tied:N`` form (the loader and
     run_v2 group a prompt's completions by N), so copies move N past the sandbox's own numbers."""
+    from rlexp.data.schemas import RB2_TIES_ID
+
     if copy == 0:
         return item_id
-    kind, _, number = item_id.partition(":")
-    if kind in ("ref", "tied") and number.isdigit():
-        return f"{kind}:{int(number) + copy * 1_000_000}"
+    ties = RB2_TIES_ID.match(item_id)
+    if ties:
+        return f"{ties[1]}:{int(ties[2]) + copy * 1_000_000}"
     return f"{item_id}-r{copy}"
 
 
